@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * scx_esn: NUMA- and NVMe-aware placement of I/O-bound tasks ("lesser evil").
+ *
+ * A task that issues block I/O from a socket other than its device's pays an
+ * interconnect penalty; piling every I/O task onto the device's socket pays a
+ * CPU-contention penalty instead. The lesser evil: keep I/O-bound tasks on the
+ * node of the device they use while that node holds fewer than its threshold
+ * of them, then spill the excess to the nearest node (by NUMA distance) that
+ * has room.
+ *
+ * Model:
+ *   - iotrace.bpf.h scores each task's I/O and votes on its main device;
+ *     a task is I/O-bound while its decayed score >= io_min_score, and its
+ *     home node is the node of the device that wins its vote.
+ *   - An I/O-bound task takes a slot on a node (nr_placed[node] <
+ *     node_threshold[node]) and keeps it while it stays I/O-bound, allowed on
+ *     that node and keeps doing I/O (a timer frees slots of tasks that went
+ *     quiet, so sleepers do not hold them forever).
+ *   - Each node with CPUs has an I/O queue (its placed tasks, served first
+ *     and never taken by another node unless they wait too long) and a fair
+ *     queue (everything else, vtime-ordered, stolen freely by idle nodes).
+ *
+ * Userspace (scx_esn/src/sched.rs) fills the topology rodata before load, the
+ * device and threshold maps before attach, and may rewrite thresholds live.
+ */
+#include <scx/common.bpf.h>
+
+#include "intf.h"
+#include "iotrace.bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+/*
+ * Tunables, set by userspace before load.
+ */
+
+/* Time slice of every task. */
+const volatile u64 slice_ns = 5ULL * 1000 * 1000;
+
+/*
+ * Decayed I/O score at which a task counts as I/O-bound. With the default
+ * 100 ms half-life a steady rate r gives a score of about 0.144 * r, so 8
+ * means "about 55 block I/Os per second or more".
+ */
+const volatile u64 io_min_score = 8;
+
+/* A placed task that did no I/O for this long gives its slot back. */
+const volatile u64 io_idle_ns = 500ULL * 1000 * 1000;
+
+/*
+ * A placed task waiting this long in its node's I/O queue may be run by
+ * another node: the home node is then out of capacity (e.g. RT tasks hog it)
+ * and running remotely beats not running. Also the watchdog's safety net.
+ */
+const volatile u64 io_steal_after_ns = 50ULL * 1000 * 1000;
+
+/* Topology: node ids are < nr_nodes; the CPU -> node map; for each node,
+ * the other nodes with CPUs, nearest first, ESN_NO_NODE terminated. */
+const volatile u32 nr_nodes = 1;
+const volatile u8 cpu_node[ESN_MAX_CPUS];
+const volatile u8 node_has_cpus[ESN_MAX_NODES];
+const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
+
+/*
+ * State written only by BPF.
+ */
+
+/* I/O-bound tasks currently holding a slot on each node. */
+u32 nr_placed[ESN_MAX_NODES];
+
+/* Global vtime clock: the vtime of the task that last started running. */
+static u64 vtime_now;
+
+/* Written only by userspace (the controller): slots per node. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ESN_MAX_NODES);
+	__type(key, u32);
+	__type(value, u32);
+} node_threshold SEC(".maps");
+
+/* Who holds a slot where, keyed by tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ESN_MAX_PLACED_TASKS);
+	__type(key, u32);
+	__type(value, struct esn_placement);
+} placements SEC(".maps");
+
+struct node_ctx {
+	struct bpf_cpumask __kptr *cpumask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ESN_MAX_NODES);
+	__type(key, u32);
+	__type(value, struct node_ctx);
+} node_ctxs SEC(".maps");
+
+/* Scheduler-side per-task state (the I/O side lives in io_task_stor). */
+struct esn_sched_task {
+	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
+	u64 io_enqueued_at;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct esn_sched_task);
+} sched_task_stor SEC(".maps");
+
+#define SWEEP_INTERVAL_NS (100ULL * 1000 * 1000)
+
+struct sweep_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sweep_timer);
+} sweep_timers SEC(".maps");
+
+/*
+ * Topology helpers.
+ */
+
+static __always_inline u64 io_dsq(u32 node)
+{
+	return ESN_DSQ_IO_BASE + node;
+}
+
+static __always_inline u64 fair_dsq(u32 node)
+{
+	return ESN_DSQ_FAIR_BASE + node;
+}
+
+static __always_inline u32 node_of_cpu(s32 cpu)
+{
+	if (cpu < 0 || cpu >= ESN_MAX_CPUS)
+		return 0;
+	return cpu_node[cpu];
+}
+
+/* The i-th nearest other node of @node with CPUs, or ESN_NO_NODE. */
+static __always_inline u8 nth_neighbour(u32 node, u32 i)
+{
+	if (node >= ESN_MAX_NODES || i >= ESN_MAX_NODES)
+		return ESN_NO_NODE;
+	return spill_order[node][i];
+}
+
+static const struct cpumask *node_cpumask(u32 node)
+{
+	struct node_ctx *nctx;
+
+	if (node >= ESN_MAX_NODES)
+		return NULL;
+	nctx = bpf_map_lookup_elem(&node_ctxs, &node);
+	if (!nctx || !nctx->cpumask)
+		return NULL;
+	return cast_mask(nctx->cpumask);
+}
+
+/*
+ * CPUs of @node that @p may use, in @p's scratch mask; NULL if none. Every
+ * placement goes through here, which is what keeps taskset and cpusets
+ * honoured.
+ */
+static const struct cpumask *task_node_cpus(struct task_struct *p, u32 node)
+{
+	const struct cpumask *nmask = node_cpumask(node);
+	struct esn_sched_task *st;
+	struct bpf_cpumask *scratch;
+
+	if (!nmask)
+		return NULL;
+	st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+	if (!st)
+		return NULL;
+	scratch = st->scratch;
+	if (!scratch)
+		return NULL;
+	if (!bpf_cpumask_and(scratch, nmask, p->cpus_ptr))
+		return NULL;
+	return cast_mask(scratch);
+}
+
+static bool task_allowed_on_node(struct task_struct *p, u32 node)
+{
+	const struct cpumask *nmask = node_cpumask(node);
+
+	return nmask && bpf_cpumask_intersects(nmask, p->cpus_ptr);
+}
+
+static bool task_is_pinned(const struct task_struct *p)
+{
+	return p->nr_cpus_allowed == 1 || is_migration_disabled(p);
+}
+
+/*
+ * Slots.
+ */
+
+/* Take a slot on @node if it holds fewer than its threshold. */
+static bool node_take_slot(u32 node)
+{
+	u32 *limit = bpf_map_lookup_elem(&node_threshold, &node);
+	u32 *count = MEMBER_VPTR(nr_placed, [node]);
+
+	if (!limit || !count)
+		return false;
+	if (__sync_fetch_and_add(count, 1) < *limit)
+		return true;
+	__sync_fetch_and_sub(count, 1);
+	return false;
+}
+
+static void node_put_slot(u32 node)
+{
+	u32 *count = MEMBER_VPTR(nr_placed, [node]);
+
+	if (count)
+		__sync_fetch_and_sub(count, 1);
+}
+
+/* Drop @tid's placement; the map delete makes a second release a no-op. */
+static void release_placement(u32 tid, u32 node)
+{
+	if (bpf_map_delete_elem(&placements, &tid))
+		return;
+	node_put_slot(node);
+	stat_inc(ESN_STAT_RELEASE);
+}
+
+/* Home node first, then the neighbours nearest first; ESN_NO_NODE if all
+ * the nodes @p may use are full. */
+static u8 choose_node(struct task_struct *p, u8 home)
+{
+	u32 i;
+
+	if (task_allowed_on_node(p, home) && node_take_slot(home)) {
+		stat_inc(ESN_STAT_PLACE_LOCAL);
+		return home;
+	}
+	bpf_for(i, 0, nr_nodes) {
+		u8 node = nth_neighbour(home, i);
+
+		if (node == ESN_NO_NODE)
+			break;
+		if (task_allowed_on_node(p, node) && node_take_slot(node)) {
+			stat_inc(ESN_STAT_PLACE_SPILL);
+			return node;
+		}
+	}
+	stat_inc(ESN_STAT_PLACE_NONE);
+	return ESN_NO_NODE;
+}
+
+/* Decayed score without writing: the tracepoint owns io_task_stor. */
+static __always_inline u64 io_score_now(const struct esn_io_task *io, u64 now)
+{
+	u64 halvings;
+
+	if (now <= io->decayed_at || !io_half_life_ns)
+		return io->score;
+	halvings = (now - io->decayed_at) / io_half_life_ns;
+	return halvings >= 64 ? 0 : io->score >> halvings;
+}
+
+/* Home node of @p if it is I/O-bound now, else ESN_NO_NODE. Kernel threads
+ * (writeback, journal) are left to the fair path: they serve everyone. */
+static u8 io_bound_home(struct task_struct *p, struct esn_io_task *io, u64 now)
+{
+	u8 home;
+
+	if (!io || (p->flags & PF_KTHREAD))
+		return ESN_NO_NODE;
+	if (io_score_now(io, now) < io_min_score)
+		return ESN_NO_NODE;
+	home = io_task_home_node(io);
+	if (home >= nr_nodes || home >= ESN_MAX_NODES || !node_has_cpus[home])
+		return ESN_NO_NODE;
+	return home;
+}
+
+/*
+ * The node @p must run on, or ESN_NO_NODE for the fair path. Places @p when
+ * it became I/O-bound, keeps the placement while it stays valid, releases it
+ * when it is not (I/O stopped, device changed, affinity moved away).
+ */
+static u8 task_target_node(struct task_struct *p)
+{
+	struct esn_io_task *io = bpf_task_storage_get(&io_task_stor, p, NULL, 0);
+	struct esn_placement *pl, fresh = {};
+	u64 now = bpf_ktime_get_ns();
+	u32 tid = p->pid;
+	u8 home, node;
+
+	home = io_bound_home(p, io, now);
+	pl = bpf_map_lookup_elem(&placements, &tid);
+	if (pl) {
+		node = pl->node;
+		if (home == pl->home_node && task_allowed_on_node(p, node)) {
+			if (io)
+				pl->last_io_ns = io->last_io_ns;
+			return node;
+		}
+		release_placement(tid, node);
+	}
+	if (home == ESN_NO_NODE || !io)
+		return ESN_NO_NODE;
+
+	node = choose_node(p, home);
+	if (node == ESN_NO_NODE)
+		return ESN_NO_NODE;
+	fresh.node = node;
+	fresh.home_node = home;
+	fresh.dev = io->vote_dev;
+	fresh.last_io_ns = io->last_io_ns;
+	if (bpf_map_update_elem(&placements, &tid, &fresh, BPF_NOEXIST)) {
+		node_put_slot(node);
+		return ESN_NO_NODE;
+	}
+	return node;
+}
+
+/*
+ * Vtime: tasks are ordered by the CPU time they used, scaled by weight. A
+ * sleeper's lag is capped at one slice so waking up never buys a burst.
+ */
+static u64 task_vtime(const struct task_struct *p)
+{
+	u64 vtime = p->scx.dsq_vtime;
+
+	if (time_before(vtime, vtime_now - slice_ns))
+		vtime = vtime_now - slice_ns;
+	return vtime;
+}
+
+/* Idle CPU of @node that @p may use, preferring @prev_cpu; -1 if none. */
+static s32 pick_idle_on_node(struct task_struct *p, u32 node, s32 prev_cpu)
+{
+	const struct cpumask *cpus = task_node_cpus(p, node);
+	s32 cpu;
+
+	if (!cpus)
+		return -1;
+	if (prev_cpu >= 0 && bpf_cpumask_test_cpu(prev_cpu, cpus) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	cpu = scx_bpf_pick_idle_cpu(cpus, SCX_PICK_IDLE_CORE);
+	if (cpu >= 0)
+		return cpu;
+	return scx_bpf_pick_idle_cpu(cpus, 0);
+}
+
+/* Has the oldest task in @node's I/O queue waited past io_steal_after_ns? */
+static bool io_queue_starving(u32 node, u64 now)
+{
+	struct task_struct *p;
+	bool starving = false;
+
+	bpf_for_each(scx_dsq, p, io_dsq(node), 0) {
+		struct esn_sched_task *st;
+
+		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+		starving = st && now - st->io_enqueued_at > io_steal_after_ns;
+		break;
+	}
+	return starving;
+}
+
+/*
+ * Slots of tasks that went quiet are given back here, so a placed task
+ * that sleeps for an hour does not keep its node "full".
+ */
+static long sweep_one(struct bpf_map *map, u32 *tid, struct esn_placement *pl,
+		      u64 *now)
+{
+	if ((s64)(*now - pl->last_io_ns) > (s64)io_idle_ns)
+		release_placement(*tid, pl->node);
+	return 0;
+}
+
+static int sweep_fire(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	bpf_for_each_map_elem(&placements, sweep_one, &now, 0);
+	bpf_timer_start(timer, SWEEP_INTERVAL_NS, 0);
+	return 0;
+}
+
+/*
+ * ops callbacks.
+ */
+
+/*
+ * Wake-up: the one moment a task can move cheaply. A placed task goes to an
+ * idle CPU of its node, or at least to a CPU of its node so enqueue queues
+ * it there; anyone else gets the kernel's default idle pick.
+ */
+s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
+		   u64 wake_flags)
+{
+	const struct cpumask *cpus;
+	bool is_idle = false;
+	u8 node;
+	s32 cpu;
+
+	node = task_target_node(p);
+	if (node != ESN_NO_NODE) {
+		cpu = pick_idle_on_node(p, node, prev_cpu);
+		if (cpu >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+			stat_inc(ESN_STAT_IO_DIRECT);
+			return cpu;
+		}
+		if (node_of_cpu(prev_cpu) == node)
+			return prev_cpu;
+		cpus = task_node_cpus(p, node);
+		if (cpus) {
+			cpu = bpf_cpumask_any_distribute(cpus);
+			if (cpu < scx_bpf_nr_cpu_ids())
+				return cpu;
+		}
+		return prev_cpu;
+	}
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		stat_inc(ESN_STAT_FAIR_DIRECT);
+	}
+	return cpu;
+}
+
+/*
+ * Queue a task that did not get an idle CPU at wake-up (or was preempted):
+ * placed tasks into their node's I/O queue, the rest into the fair queue of
+ * the node they are on. Then wake an idle CPU that may take it.
+ */
+void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct esn_sched_task *st;
+	u8 node;
+	s32 cpu;
+
+	if (task_is_pinned(p)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		stat_inc(ESN_STAT_PINNED);
+		return;
+	}
+
+	node = task_target_node(p);
+	if (node != ESN_NO_NODE) {
+		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+		if (st)
+			st->io_enqueued_at = bpf_ktime_get_ns();
+		scx_bpf_dsq_insert_vtime(p, io_dsq(node), slice_ns,
+					 task_vtime(p), enq_flags);
+		stat_inc(ESN_STAT_IO_QUEUED);
+		cpu = pick_idle_on_node(p, node, -1);
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+
+	node = node_of_cpu(scx_bpf_task_cpu(p));
+	scx_bpf_dsq_insert_vtime(p, fair_dsq(node), slice_ns, task_vtime(p),
+				 enq_flags);
+	stat_inc(ESN_STAT_FAIR_QUEUED);
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/*
+ * A CPU needs work: its node's I/O queue first (placed tasks are short and
+ * latency-bound), then its fair queue, then other nodes' fair queues nearest
+ * first. Another node's I/O queue only when its head waited too long: taking
+ * it earlier would undo the placement while the home node keeps up.
+ */
+void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u32 node = node_of_cpu(cpu);
+	u64 now;
+	u32 i;
+
+	if (scx_bpf_dsq_move_to_local(io_dsq(node), 0))
+		return;
+	if (scx_bpf_dsq_move_to_local(fair_dsq(node), 0))
+		return;
+
+	bpf_for(i, 0, nr_nodes) {
+		u8 other = nth_neighbour(node, i);
+
+		if (other == ESN_NO_NODE)
+			break;
+		if (scx_bpf_dsq_move_to_local(fair_dsq(other), 0)) {
+			stat_inc(ESN_STAT_FAIR_STOLEN);
+			return;
+		}
+	}
+
+	now = bpf_ktime_get_ns();
+	bpf_for(i, 0, nr_nodes) {
+		u8 other = nth_neighbour(node, i);
+
+		if (other == ESN_NO_NODE)
+			break;
+		if (io_queue_starving(other, now) &&
+		    scx_bpf_dsq_move_to_local(io_dsq(other), 0)) {
+			stat_inc(ESN_STAT_IO_STOLEN);
+			return;
+		}
+	}
+
+	/* Nothing else to run: let the previous task go on. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+		prev->scx.slice = slice_ns;
+}
+
+/* Advance the global vtime clock so sleepers are measured against it. */
+void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
+{
+	if (time_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+}
+
+/* Charge the slice used, inversely to weight (nice). */
+void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
+{
+	u64 used = slice_ns - p->scx.slice;
+
+	if (used > slice_ns)
+		used = slice_ns;
+	p->scx.dsq_vtime += used * 100 / p->scx.weight;
+}
+
+/* A task joining the scheduler starts at the current clock. */
+void BPF_STRUCT_OPS(esn_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now;
+}
+
+/* Give every task its scratch cpumask up front: the hot paths cannot
+ * allocate. */
+s32 BPF_STRUCT_OPS(esn_init_task, struct task_struct *p,
+		   struct scx_init_task_args *args)
+{
+	struct esn_sched_task *st;
+	struct bpf_cpumask *mask;
+
+	st = bpf_task_storage_get(&sched_task_stor, p, NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return -ENOMEM;
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&st->scratch, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+/* A task leaving (exit, or another sched class) frees its slot at once. */
+void BPF_STRUCT_OPS(esn_exit_task, struct task_struct *p,
+		    struct scx_exit_task_args *args)
+{
+	struct esn_placement *pl;
+	u32 tid = p->pid;
+
+	pl = bpf_map_lookup_elem(&placements, &tid);
+	if (pl)
+		release_placement(tid, pl->node);
+}
+
+static s32 build_node_cpumask(u32 node)
+{
+	struct bpf_cpumask *mask;
+	struct node_ctx *nctx;
+	u32 cpu;
+
+	nctx = bpf_map_lookup_elem(&node_ctxs, &node);
+	if (!nctx)
+		return -ENOENT;
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	bpf_for(cpu, 0, scx_bpf_nr_cpu_ids()) {
+		if (cpu < ESN_MAX_CPUS && cpu_node[cpu] == node)
+			bpf_cpumask_set_cpu(cpu, mask);
+	}
+	mask = bpf_kptr_xchg(&nctx->cpumask, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+/* Per-node queues and cpumasks, then the timer that frees quiet slots. */
+s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
+{
+	struct sweep_timer *st;
+	u32 node, zero = 0;
+	s32 err;
+
+	bpf_for(node, 0, nr_nodes) {
+		if (node >= ESN_MAX_NODES || !node_has_cpus[node])
+			continue;
+		err = scx_bpf_create_dsq(io_dsq(node), node);
+		if (!err)
+			err = scx_bpf_create_dsq(fair_dsq(node), node);
+		if (!err)
+			err = build_node_cpumask(node);
+		if (err) {
+			scx_bpf_error("node %u: cannot set up queues (%d)",
+				      node, err);
+			return err;
+		}
+	}
+
+	st = bpf_map_lookup_elem(&sweep_timers, &zero);
+	if (!st)
+		return -ENOENT;
+	err = bpf_timer_init(&st->timer, &sweep_timers, CLOCK_MONOTONIC);
+	if (err)
+		return err;
+	err = bpf_timer_set_callback(&st->timer, sweep_fire);
+	if (err)
+		return err;
+	return bpf_timer_start(&st->timer, SWEEP_INTERVAL_NS, 0);
+}
+
+/* Keep the exit reason for userspace to report. */
+void BPF_STRUCT_OPS(esn_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(esn_ops,
+	       .select_cpu = (void *)esn_select_cpu,
+	       .enqueue = (void *)esn_enqueue,
+	       .dispatch = (void *)esn_dispatch,
+	       .running = (void *)esn_running,
+	       .stopping = (void *)esn_stopping,
+	       .enable = (void *)esn_enable,
+	       .init_task = (void *)esn_init_task,
+	       .exit_task = (void *)esn_exit_task,
+	       .init = (void *)esn_init,
+	       .exit = (void *)esn_exit,
+	       .name = "esn");

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Compiles bpf/esn.bpf.c with the scx toolchain (clang >= 16; set BPF_CLANG
+// to pick one, e.g. BPF_CLANG=clang-19) and generates the skeleton and the
+// bindings of bpf/intf.h.
+
+fn main() {
+    scx_cargo::BpfBuilder::new()
+        .expect("BPF toolchain: is clang >= 16 installed (set BPF_CLANG)?")
+        .enable_intf("../bpf/intf.h", "bpf_intf.rs")
+        .enable_skel("../bpf/esn.bpf.c", "bpf")
+        .build()
+        .expect("building the BPF scheduler failed (see the clang output above)");
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Command line of the one `scx_esn` binary.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+const ABOUT: &str = "NUMA- and NVMe-aware sched_ext scheduler.";
+
+const LONG_ABOUT: &str = "\
+NUMA- and NVMe-aware sched_ext scheduler (\"lesser evil\" placement).
+
+A thread that issues block I/O from a socket other than its NVMe device's pays \
+an interconnect penalty; crowding every I/O thread onto the device's socket \
+pays CPU contention instead. scx_esn keeps I/O-bound tasks on the NUMA node of \
+the device they use until that node holds --threshold of them, then spills the \
+excess to the nearest node by NUMA distance that has room. Other tasks are \
+scheduled fairly (vtime) and idle CPUs steal them from any node.
+
+Without a subcommand, scx_esn loads the scheduler (root, a kernel with \
+CONFIG_SCHED_CLASS_EXT, 6.12 or later) and runs until SIGINT or SIGTERM, then \
+unloads it and exits 0. A scheduler error or watchdog stall is reported with \
+the kernel's exit reason and exits 1.";
+
+#[derive(Debug, Parser)]
+#[command(name = "scx_esn", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Opts {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub sched: SchedOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print NUMA nodes (CPUs, distances) and block devices with their home
+    /// node, as scx_esn sees them.
+    Topology {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct SchedOpts {
+    /// I/O-bound tasks a node keeps before the excess spills to the nearest
+    /// node with room. Default: each node's number of online CPUs, one I/O
+    /// thread per CPU before they queue behind each other.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threshold: Option<u32>,
+
+    /// Print scheduler counters every SECS seconds while running.
+    #[arg(long, value_name = "SECS")]
+    pub stats: Option<f64>,
+
+    /// Time slice in microseconds.
+    #[arg(long, default_value_t = 5000, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub slice_us: u64,
+
+    /// Decayed I/O score at which a task counts as I/O-bound. With the
+    /// default half-life, 8 means about 55 block I/Os per second.
+    #[arg(long, default_value_t = 8, value_name = "SCORE",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub io_min_score: u64,
+
+    /// Half-life of the per-task I/O score, in milliseconds: how fast a task
+    /// that stops doing I/O stops being treated as I/O-bound.
+    #[arg(long, default_value_t = 100, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub io_half_life_ms: u64,
+
+    /// A placed task that does no I/O for this long gives its slot back.
+    #[arg(long, default_value_t = 500, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub io_idle_ms: u64,
+
+    /// A placed task that waited this long for a CPU of its node may run on
+    /// another node (the home node is out of capacity).
+    #[arg(long, default_value_t = 50, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub io_steal_after_ms: u64,
+
+    /// Bytes of the kernel's debug dump to print when the scheduler fails.
+    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    pub exit_dump_len: u32,
+
+    /// The running kernel's config, for libbpf, when neither
+    /// /boot/config-$(uname -r) nor /proc/config.gz exists.
+    #[arg(long, value_name = "FILE")]
+    pub kconfig: Option<PathBuf>,
+
+    /// sysfs root to read the topology from (for tests and diagnosis).
+    #[arg(long, default_value = "/sys", value_name = "DIR", hide = true)]
+    pub sysfs: PathBuf,
+
+    /// More logging; twice for libbpf's debug output.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Opts::command().debug_assert();
+    }
+
+    #[test]
+    fn threshold_zero_is_refused() {
+        let err = Opts::try_parse_from(["scx_esn", "--threshold", "0"]).unwrap_err();
+        assert!(err.to_string().contains("threshold"), "{err}");
+    }
+
+    #[test]
+    fn defaults_and_subcommand() {
+        let opts = Opts::try_parse_from(["scx_esn", "--threshold", "2", "--stats", "1"]).unwrap();
+        assert_eq!(opts.sched.threshold, Some(2));
+        assert_eq!(opts.sched.slice_us, 5000);
+        assert!(opts.command.is_none());
+        let opts = Opts::try_parse_from(["scx_esn", "topology", "--json"]).unwrap();
+        assert!(matches!(
+            opts.command,
+            Some(Command::Topology { json: true })
+        ));
+    }
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! scx_esn: NUMA- and NVMe-aware sched_ext scheduler.
+//!
+//! `main` only wires the pieces: the CLI (`cli`), the machine's topology
+//! (`esn_topology`), what BPF is told about it (`plan`), the scheduler's
+//! life cycle (`sched`) and its counters (`counters`).
+
+mod bpf_intf;
+mod bpf_skel;
+mod cli;
+mod counters;
+mod plan;
+mod sched;
+
+use std::mem::MaybeUninit;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use esn_topology::Topology;
+
+use cli::{Command, Opts, SchedOpts};
+use plan::Plan;
+
+fn init_logging(verbose: u8) -> Result<()> {
+    let level = if verbose > 0 {
+        simplelog::LevelFilter::Debug
+    } else {
+        simplelog::LevelFilter::Info
+    };
+    let config = simplelog::ConfigBuilder::new()
+        .set_time_level(simplelog::LevelFilter::Error)
+        .set_target_level(simplelog::LevelFilter::Off)
+        .set_thread_level(simplelog::LevelFilter::Off)
+        .set_location_level(simplelog::LevelFilter::Off)
+        .build();
+    simplelog::TermLogger::init(
+        level,
+        config,
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Auto,
+    )
+    .context("initialising the logger")
+}
+
+fn discover(opts: &SchedOpts) -> Result<Topology> {
+    Topology::discover(&opts.sysfs)
+        .with_context(|| format!("reading the topology under {}", opts.sysfs.display()))
+}
+
+fn print_topology(opts: &SchedOpts, json: bool) -> Result<()> {
+    let topo = discover(opts)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&topo)?);
+    } else {
+        print!("{}", topo.render_text());
+    }
+    Ok(())
+}
+
+fn check_sched_ext() -> Result<()> {
+    if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+        bail!(
+            "this kernel has no sched_ext (/sys/kernel/sched_ext is missing): boot a \
+             kernel built with CONFIG_SCHED_CLASS_EXT=y (Linux 6.12 or later); \
+             `scx_esn topology` works without it"
+        );
+    }
+    Ok(())
+}
+
+fn run_scheduler(opts: &SchedOpts) -> Result<()> {
+    check_sched_ext()?;
+    let stats_every = match opts.stats {
+        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
+            bail!("--stats {secs}: give a positive number of seconds")
+        }
+        Some(secs) => Some(Duration::from_secs_f64(secs)),
+        None => None,
+    };
+    let shutdown = sched::shutdown_flag()?;
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        // Re-read the topology on every (re)start: a CPU hotplug restarts us.
+        let plan = Plan::new(&discover(opts)?, opts.threshold)?;
+        let mut scheduler = sched::Scheduler::init(opts, plan, &mut open_object)?;
+        let exit = scheduler.run(&shutdown, stats_every)?;
+        if !exit.should_restart() {
+            return Ok(());
+        }
+        log::info!("the kernel asked for a restart (CPU hotplug?): reloading");
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    if let Err(err) = init_logging(opts.sched.verbose) {
+        eprintln!("scx_esn: {err:#}");
+    }
+    let result = match opts.command {
+        Some(Command::Topology { json }) => print_topology(&opts.sched, json),
+        None => run_scheduler(&opts.sched),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // The whole chain on one line, without a backtrace: operators
+            // need the reason and what to do, not our call stack.
+            eprintln!("scx_esn: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

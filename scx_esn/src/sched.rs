@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Load, attach and run the BPF scheduler.
+//!
+//! ```text
+//!  open ─► rodata (tunables, topology) ─► load (verifier) ─► maps (thresholds,
+//!  devices) ─► attach ─► loop { exited? · shutdown? · --stats line } ─► detach
+//! ```
+//!
+//! Exit codes: 0 after SIGINT/SIGTERM or a kernel-initiated unregister that
+//! is not an error; an error (BPF error, watchdog stall) is returned with the
+//! kernel's exit reason, so main exits 1.
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_utils::libbpf_clap_opts::LibbpfOpts;
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{try_set_rlimit_infinity, UserExitInfo};
+
+use crate::bpf_skel::*;
+use crate::cli::SchedOpts;
+use crate::counters::{self, Counters, NodeLoad};
+use crate::plan::Plan;
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    plan: Plan,
+}
+
+/// libbpf resolves the object's `__kconfig` externs from the running
+/// kernel's config; say what to do before it fails with a bare EINVAL.
+fn kconfig_opts(opts: &SchedOpts) -> Result<LibbpfOpts> {
+    if let Some(path) = &opts.kconfig {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("--kconfig {}: cannot read it", path.display()))?;
+        return Ok(LibbpfOpts {
+            kconfig: Some(path.display().to_string()),
+            ..Default::default()
+        });
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let boot_config = format!("/boot/config-{}", release.trim());
+    if !Path::new(&boot_config).exists() && !Path::new("/proc/config.gz").exists() {
+        bail!(
+            "neither {boot_config} nor /proc/config.gz exists, and libbpf needs the \
+             kernel's config to load the scheduler: pass --kconfig FILE with this \
+             kernel's config (e.g. from its package)"
+        );
+    }
+    Ok(LibbpfOpts::default())
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn init(
+        opts: &SchedOpts,
+        plan: Plan,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        // Root here may lack CAP_SYS_RESOURCE; recent kernels charge BPF
+        // memory to the cgroup, so a failure only warns.
+        try_set_rlimit_infinity();
+
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(opts.verbose > 1);
+        let open_opts = kconfig_opts(opts)?.into_bpf_open_opts();
+        let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
+        skel.struct_ops.esn_ops_mut().exit_dump_len = opts.exit_dump_len;
+
+        let rodata = skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("BPF object has no rodata")?;
+        rodata.slice_ns = opts.slice_us * 1000;
+        rodata.io_min_score = opts.io_min_score;
+        rodata.io_half_life_ns = opts.io_half_life_ms * 1_000_000;
+        rodata.io_idle_ns = opts.io_idle_ms * 1_000_000;
+        rodata.io_steal_after_ns = opts.io_steal_after_ms * 1_000_000;
+        rodata.nr_nodes = plan.nr_nodes;
+        for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
+            *slot = node;
+        }
+        for (node, &has) in plan.node_has_cpus.iter().enumerate() {
+            rodata.node_has_cpus[node] = has as u8;
+            rodata.spill_order[node] = plan.spill_row(node);
+        }
+
+        let mut skel = scx_ops_load!(skel, esn_ops, uei)?;
+
+        for (node, &limit) in plan.thresholds.iter().enumerate() {
+            skel.maps
+                .node_threshold
+                .update(
+                    &(node as u32).to_ne_bytes(),
+                    &limit.to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .with_context(|| format!("setting the threshold of node {node}"))?;
+        }
+        for dev in &plan.devices {
+            skel.maps
+                .dev_home_node
+                .update(&dev.dev.to_ne_bytes(), &[dev.run_node as u8], MapFlags::ANY)
+                .with_context(|| format!("registering device {}", dev.name))?;
+            info!(
+                "device {}: node {}{}",
+                dev.name,
+                dev.node,
+                if dev.run_node != dev.node {
+                    format!(
+                        " (no CPUs there; its I/O tasks run on node {})",
+                        dev.run_node
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        for why in &plan.skipped {
+            info!("device {why}: not placed");
+        }
+        if plan.devices.is_empty() {
+            warn!("no block device with a known NUMA node: every task is scheduled fairly");
+        }
+
+        let link = scx_ops_attach!(skel, esn_ops)?;
+        info!(
+            "scx_esn attached: {} node(s), thresholds {:?}",
+            plan.nr_nodes, plan.thresholds
+        );
+        Ok(Scheduler {
+            skel,
+            link: Some(link),
+            plan,
+        })
+    }
+
+    fn read_counters(&self) -> Result<Counters> {
+        let mut out = [0u64; counters::NAMES.len()];
+        for (idx, slot) in out.iter_mut().enumerate() {
+            let values = self
+                .skel
+                .maps
+                .stats
+                .lookup_percpu(&(idx as u32).to_ne_bytes(), MapFlags::ANY)
+                .context("reading the stats map")?
+                .unwrap_or_default();
+            *slot = counters::sum_percpu(&values);
+        }
+        Ok(out)
+    }
+
+    fn node_loads(&self) -> Vec<NodeLoad> {
+        let bss = self.skel.maps.bss_data.as_ref();
+        self.plan
+            .node_has_cpus
+            .iter()
+            .enumerate()
+            .filter(|(_, &has)| has)
+            .map(|(node, _)| NodeLoad {
+                node: node as u32,
+                placed: bss.map(|b| b.nr_placed[node]).unwrap_or(0),
+                threshold: self.plan.thresholds[node],
+            })
+            .collect()
+    }
+
+    /// Run until `shutdown` is set or the kernel unloads the scheduler.
+    pub fn run(
+        &mut self,
+        shutdown: &AtomicBool,
+        stats_every: Option<Duration>,
+    ) -> Result<UserExitInfo> {
+        let mut last = self.read_counters()?;
+        let mut next_stats = stats_every.map(|d| Instant::now() + d);
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            std::thread::sleep(Duration::from_millis(100));
+            if let (Some(at), Some(every)) = (next_stats, stats_every) {
+                if Instant::now() >= at {
+                    let now = self.read_counters()?;
+                    println!(
+                        "{}",
+                        counters::format_line(&counters::delta(&now, &last), &self.node_loads())
+                    );
+                    last = now;
+                    next_stats = Some(at + every);
+                }
+            }
+        }
+        // Dropping the link detaches the struct_ops: the kernel switches
+        // every task back to the fair class before we read the exit info.
+        self.link.take();
+        info!("scx_esn detached");
+        uei_report!(&self.skel, uei)
+    }
+}
+
+/// SIGINT/SIGTERM set the flag; the loop notices within 100 ms.
+pub fn shutdown_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    ctrlc::set_handler(move || set.store(true, Ordering::Relaxed))
+        .context("installing the SIGINT/SIGTERM handler")?;
+    Ok(flag)
+}
