@@ -141,19 +141,31 @@ static __always_inline u64 fair_dsq(u32 node)
 	return ESN_DSQ_FAIR_BASE + node;
 }
 
+/*
+ * Rodata arrays are read through MEMBER_VPTR: clang likes to merge or drop
+ * bounds checks in ways the verifier cannot follow, the asm check it emits
+ * survives.
+ */
 static __always_inline u32 node_of_cpu(s32 cpu)
 {
-	if (cpu < 0 || cpu >= ESN_MAX_CPUS)
-		return 0;
-	return cpu_node[cpu];
+	const volatile u8 *node = MEMBER_VPTR(cpu_node, [cpu]);
+
+	return node ? *node : 0;
+}
+
+static __always_inline bool node_has_cpu(u32 node)
+{
+	const volatile u8 *has = MEMBER_VPTR(node_has_cpus, [node]);
+
+	return has && *has;
 }
 
 /* The i-th nearest other node of @node with CPUs, or ESN_NO_NODE. */
 static __always_inline u8 nth_neighbour(u32 node, u32 i)
 {
-	if (node >= ESN_MAX_NODES || i >= ESN_MAX_NODES)
-		return ESN_NO_NODE;
-	return spill_order[node][i];
+	const volatile u8 *next = MEMBER_VPTR(spill_order, [node][i]);
+
+	return next ? *next : ESN_NO_NODE;
 }
 
 static const struct cpumask *node_cpumask(u32 node)
@@ -285,7 +297,7 @@ static u8 io_bound_home(struct task_struct *p, struct esn_io_task *io, u64 now)
 	if (io_score_now(io, now) < io_min_score)
 		return ESN_NO_NODE;
 	home = io_task_home_node(io);
-	if (home >= nr_nodes || home >= ESN_MAX_NODES || !node_has_cpus[home])
+	if (home >= nr_nodes || !node_has_cpu(home))
 		return ESN_NO_NODE;
 	return home;
 }
@@ -597,7 +609,7 @@ static s32 build_node_cpumask(u32 node)
 	if (!mask)
 		return -ENOMEM;
 	bpf_for(cpu, 0, scx_bpf_nr_cpu_ids()) {
-		if (cpu < ESN_MAX_CPUS && cpu_node[cpu] == node)
+		if (node_of_cpu(cpu) == node)
 			bpf_cpumask_set_cpu(cpu, mask);
 	}
 	mask = bpf_kptr_xchg(&nctx->cpumask, mask);
@@ -614,7 +626,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
 	s32 err;
 
 	bpf_for(node, 0, nr_nodes) {
-		if (node >= ESN_MAX_NODES || !node_has_cpus[node])
+		if (!node_has_cpu(node))
 			continue;
 		err = scx_bpf_create_dsq(io_dsq(node), node);
 		if (!err)

@@ -24,6 +24,7 @@ use cli::{Command, Opts, SchedOpts};
 use plan::Plan;
 
 fn init_logging(verbose: u8) -> Result<()> {
+    // libbpf's verifier log comes as warnings; -v shows our debug lines.
     let level = if verbose > 0 {
         simplelog::LevelFilter::Debug
     } else {

@@ -66,9 +66,16 @@ impl<'a> Scheduler<'a> {
         // Root here may lack CAP_SYS_RESOURCE; recent kernels charge BPF
         // memory to the cgroup, so a failure only warns.
         try_set_rlimit_infinity();
+        // libbpf's own messages (the verifier log on a load failure) go to
+        // our log: warnings always, debug with -vv.
+        scx_utils::init_libbpf_logging(Some(if opts.verbose > 1 {
+            libbpf_rs::PrintLevel::Debug
+        } else {
+            libbpf_rs::PrintLevel::Info
+        }));
 
-        let mut builder = BpfSkelBuilder::default();
-        builder.obj_builder.debug(opts.verbose > 1);
+        // Not obj_builder.debug(): debug(false) silences libbpf altogether.
+        let builder = BpfSkelBuilder::default();
         let open_opts = kconfig_opts(opts)?.into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
         skel.struct_ops.esn_ops_mut().exit_dump_len = opts.exit_dump_len;

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+#   make            build target/release/scx_esn
+#   make demo       fresh machine: install, build, boot the NUMA+NVMe VM and
+#                   show scx_esn placing a real fio load
+#   make test       fresh machine: install, lint, unit tests, VM proof
+#
+# The BPF side needs clang >= 16: BPF_CLANG picks it (Debian 12: clang-19).
+
+BPF_CLANG ?= $(shell command -v clang-19 2>/dev/null || command -v clang 2>/dev/null)
+export BPF_CLANG
+CARGO ?= cargo
+CARGO_FLAGS ?= --release --locked
+
+.PHONY: all build deps lint unit vm-test test demo clean
+
+all: build
+
+build:
+	$(CARGO) build $(CARGO_FLAGS)
+
+deps:
+	scripts/install-build-deps.sh
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test $(CARGO_FLAGS)
+
+vm-test: build
+	tests/vm/run.sh
+
+demo: deps build
+	tests/vm/demo.sh
+
+test: deps lint unit vm-test
+
+clean:
+	$(CARGO) clean
