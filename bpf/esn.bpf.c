@@ -251,6 +251,22 @@ static void release_placement(u32 tid, u32 node)
 	stat_inc(ESN_STAT_RELEASE);
 }
 
+/*
+ * A spilled task goes back to its home node as soon as home has a free slot
+ * and the task may run there (its affinity widened, or a home task left).
+ * The unlocked read only avoids hammering the counter; the slot itself is
+ * taken atomically when the task is placed again.
+ */
+static bool can_return_home(struct task_struct *p, u32 node, u32 home)
+{
+	u32 *limit = bpf_map_lookup_elem(&node_threshold, &home);
+	u32 *count = MEMBER_VPTR(nr_placed, [home]);
+
+	if (node == home || !limit || !count)
+		return false;
+	return *count < *limit && task_allowed_on_node(p, home);
+}
+
 /* Home node first, then the neighbours nearest first; ESN_NO_NODE if all
  * the nodes @p may use are full. */
 static u8 choose_node(struct task_struct *p, u8 home)
@@ -319,11 +335,15 @@ static u8 task_target_node(struct task_struct *p)
 	pl = bpf_map_lookup_elem(&placements, &tid);
 	if (pl) {
 		node = pl->node;
-		if (home == pl->home_node && task_allowed_on_node(p, node)) {
+		if (home == pl->home_node && task_allowed_on_node(p, node) &&
+		    !can_return_home(p, node, home)) {
 			if (io)
 				pl->last_io_ns = io->last_io_ns;
 			return node;
 		}
+		/* Re-placed from scratch below: home first. */
+		if (node != home && home == pl->home_node)
+			stat_inc(ESN_STAT_RETURN_HOME);
 		release_placement(tid, node);
 	}
 	if (home == ESN_NO_NODE || !io)

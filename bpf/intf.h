@@ -60,6 +60,7 @@ enum esn_stat {
 	/* block I/O seen by the attribution tracepoint */
 	ESN_STAT_BIO_TRACKED,	/* on a device with a known home node */
 	ESN_STAT_BIO_UNKNOWN_DEV,
+	ESN_STAT_RETURN_HOME,	/* a spilled task moved back to its home node */
 	ESN_NR_STATS,
 };
 

@@ -21,6 +21,7 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "pinned",
     "bio_tracked",
     "bio_unknown_dev",
+    "return_home",
 ];
 
 pub type Counters = [u64; NAMES.len()];

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Guest script for `make demo`: the same fio load (4k randread, direct, psync,
+# 4 jobs) on the node-1 NVMe, first under the kernel's default scheduler, then
+# under scx_esn --threshold 2, each measured by the bpftrace count of which
+# node submitted the bios. Shows scx_esn's own --stats lines beside it.
+set -uo pipefail
+# shellcheck source=tests/vm/guest-lib.sh
+. "${ESN_REPO:?}/tests/vm/guest-lib.sh"
+
+bin=$ESN_REPO/target/release/scx_esn
+jobs=${ESN_DEMO_JOBS:-4}
+runtime=${ESN_FIO_RUNTIME:-15}
+export MB_SKIP=2
+
+[[ -x $bin ]] || { say "no $bin: run make first"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+dev=$(nvme_dev_on_node 1) || { say "no NVMe on node 1"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+
+say "topology as scx_esn sees it:"
+"$bin" topology
+fio_randread_args "$dev" "$jobs" "$runtime"
+bio_trace_start "$dev" || { echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+
+say "=== default scheduler (EEVDF): fio $jobs jobs on $dev ==="
+measure_bios_during $((runtime + 60)) -- "${FIO[@]}"
+eevdf_pct1=$MB_PCT1 eevdf_iops=$(fio_iops)
+tid_split fio 80
+eevdf_jobs="$MB_JOBS_N1 of $MB_JOBS mostly on node 1"
+
+say "=== scx_esn --threshold 2: the same load ==="
+"$bin" --threshold 2 --stats 1 >"$ESN_OUTDIR/scx_esn.stdout" 2>"$ESN_OUTDIR/scx_esn.stderr" &
+pid=$!
+for _ in $(seq 1 60); do
+	[[ $(cat /sys/kernel/sched_ext/state) == enabled ]] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.5
+done
+say "sched_ext: $(cat /sys/kernel/sched_ext/state), ops $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
+measure_bios_during $((runtime + 60)) -- "${FIO[@]}"
+esn_pct1=$MB_PCT1 esn_iops=$(fio_iops)
+tid_split fio 80
+esn_jobs="$MB_JOBS_N1 of $MB_JOBS mostly on node 1"
+kill -INT "$pid"
+for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+wait "$pid"
+rc=$?
+bio_trace_stop
+
+say "scx_esn --stats, last lines during the load:"
+tail -n 6 "$ESN_OUTDIR/scx_esn.stdout"
+say "scx_esn stderr:"
+cat "$ESN_OUTDIR/scx_esn.stderr"
+echo
+printf '%-22s %-24s %-10s %s\n' scheduler "bios from node 1 (NVMe)" IOPS "fio jobs"
+printf '%-22s %-24s %-10s %s\n' "EEVDF" "$eevdf_pct1 %" "$eevdf_iops" "$eevdf_jobs"
+printf '%-22s %-24s %-10s %s\n' "scx_esn --threshold 2" "$esn_pct1 %" "$esn_iops" "$esn_jobs"
+say "scx_esn exited $rc, sched_ext state $(cat /sys/kernel/sched_ext/state)"
+if ((rc == 0)); then echo PASS >"$ESN_OUTDIR/result"; else echo FAIL >"$ESN_OUTDIR/result"; fi

@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # sets globals for the scripts that source it
+#
+# Helpers for guest scripts (sourced inside the VM; see run-in-vm.sh).
+#
+#   . "$ESN_REPO/tests/vm/guest-lib.sh"
+#
+#   nvme_dev_on_node NODE          -> /dev/nvmeXnY of a controller on NODE
+#   dev_t_of /dev/X                -> kernel dev_t ((major << 20) | minor)
+#   fio_randread_args DEV JOBS SEC -> sets array FIO (4k randread, direct, psync)
+#   bio_trace_start DEV / bio_trace_stop
+#                                  -> one bpftrace session for many measurements
+#   measure_bios_during SECONDS -- COMMAND...
+#                                  -> runs COMMAND (killed after SECONDS), counts
+#                                     the bios of the traced device by submitting
+#                                     node and thread; sets MB_* (see below)
+#   check NAME OK FIGURE           -> records a row of the summary; OK is 1/0
+#   summary_print                  -> prints the table, returns 1 if a row failed
+#
+#   esn_save                       -> copies the working files to $ESN_OUTDIR
+#
+# Everything goes to stdout (the guest log). Files that are written while they
+# are read (bpftrace output, command logs, the summary) live in $ESN_WORK, on
+# the guest's own /tmp: reading a file on the 9p share while a guest process
+# appends to it failed with ENODATA. esn_save (called by bio_trace_stop and
+# finish) copies them to $ESN_OUTDIR on the host.
+
+ESN_REPO=${ESN_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+ESN_OUTDIR=${ESN_OUTDIR:-/tmp/esn-out}
+ESN_WORK=${ESN_WORK:-/tmp/esn-work}
+mkdir -p "$ESN_OUTDIR" "$ESN_WORK"
+ESN_BT_SCRIPT=${ESN_BT_SCRIPT:-$ESN_REPO/scripts/bio-node.bt}
+# bpftrace may need well over 30 s to attach under TCG.
+ESN_BT_ATTACH_TIMEOUT=${ESN_BT_ATTACH_TIMEOUT:-120}
+ESN_SUMMARY=$ESN_WORK/summary.tsv
+
+esn_save() { cp -f "$ESN_WORK"/* "$ESN_OUTDIR"/ 2>/dev/null || true; }
+
+say() { printf '[%6.1f] %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }
+
+# ------------------------------------------------------------- devices ------
+nvme_dev_on_node() { # NODE
+	local want=$1 c node ns
+	for c in /sys/class/nvme/nvme*; do
+		[[ -e $c/device/numa_node ]] || continue
+		node=$(cat "$c/device/numa_node")
+		[[ $node == "$want" ]] || continue
+		for ns in "$c"/nvme*n*; do
+			[[ -e $ns/dev ]] || continue
+			[[ $(basename "$ns") =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
+			echo "/dev/$(basename "$ns")"
+			return 0
+		done
+	done
+	return 1
+}
+
+dev_t_of() { # /dev/BLOCKDEV
+	local mm
+	mm=$(stat -L -c '%t %T' "$1") || return 1
+	# shellcheck disable=SC2086
+	set -- $mm
+	echo $(((0x$1 << 20) | 0x$2))
+}
+
+fio_randread_args() { # DEV JOBS SECONDS [more fio args]
+	local dev=$1 jobs=$2 secs=$3
+	shift 3
+	FIO=(/usr/bin/fio --name=esn-randread --filename="$dev" --readonly
+		--rw=randread --bs=4k --direct=1 --ioengine=psync
+		--numjobs="$jobs" --time_based --runtime="$secs"
+		--group_reporting "$@")
+}
+
+# ------------------------------------------------------- the bpftrace side --
+ESN_BT_PID=
+ESN_BT_OUT=
+ESN_BT_N=0
+
+_bt_ticks() { grep -c '^ESN_TICK ' "$ESN_BT_OUT" 2>/dev/null || true; }
+
+_bt_wait_ticks() { # N TIMEOUT: wait until at least N ticks, or time out
+	local n=$1 deadline=$((SECONDS + $2))
+	while (($(_bt_ticks) < n)); do
+		if ! kill -0 "$ESN_BT_PID" 2>/dev/null; then return 2; fi
+		((SECONDS >= deadline)) && return 1
+		sleep 0.5
+	done
+}
+
+bio_trace_start() { # DEV: start bpftrace on DEV; waits until it has attached
+	local dev=$1 devt t0=$SECONDS
+	devt=$(dev_t_of "$dev") || { say "bio_trace_start: cannot stat $dev"; return 1; }
+	[[ -f $ESN_BT_SCRIPT ]] || { say "bio_trace_start: no $ESN_BT_SCRIPT"; return 1; }
+	ESN_BT_N=$((ESN_BT_N + 1))
+	ESN_BT_OUT=$ESN_WORK/bpftrace.$ESN_BT_N.out
+	ESN_BT_DEV=$dev
+	say "bpftrace: attaching to block_bio_queue for $dev (dev_t $devt) ..."
+	bpftrace -B line "$ESN_BT_SCRIPT" "$devt" >"$ESN_BT_OUT" 2>&1 &
+	ESN_BT_PID=$!
+	if ! _bt_wait_ticks 1 "$ESN_BT_ATTACH_TIMEOUT"; then
+		say "bpftrace: no interval marker after $((SECONDS - t0)) s; output:"
+		sed 's/^/    /' "$ESN_BT_OUT"
+		bio_trace_stop
+		return 1
+	fi
+	say "bpftrace: attached after $((SECONDS - t0)) s"
+}
+
+bio_trace_stop() {
+	[[ -n $ESN_BT_PID ]] || return 0
+	kill -INT "$ESN_BT_PID" 2>/dev/null
+	for _ in $(seq 1 120); do
+		kill -0 "$ESN_BT_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	if kill -0 "$ESN_BT_PID" 2>/dev/null; then
+		say "bpftrace: did not exit within 60 s of SIGINT; killing it"
+		kill -KILL "$ESN_BT_PID" 2>/dev/null
+	fi
+	wait "$ESN_BT_PID" 2>/dev/null
+	ESN_BT_PID=
+	esn_save
+}
+
+# The bios between tick FROM and tick TO (TO=0: the last counts in the file),
+# from the cumulative snapshots printed before each tick: prints MB_* shell
+# assignments and writes the per-thread table to TIDFILE.
+_bt_sum() { # FROM TO TIDFILE
+	awk -v from="$1" -v to="$2" -v tidfile="$3" '
+	function snap(dst,   k) {   # copy the current block into snapshot dst
+		for (k in curn) sn[dst, "n", k] = curn[k]
+		for (k in curi) si[dst, k] = curi[k]
+		for (k in curc) sc[dst, k] = curc[k]
+		have[dst] = 1
+	}
+	function reset() { split("", curn); split("", curi); split("", curc); blk = 0 }
+	BEGIN { reset() }
+	/^ESN_TICK / {
+		k = $2 + 0
+		if (k == from) snap("A")
+		if (k == to) { snap("B"); done = 1 }
+		# Remember the last complete snapshot for TO=0.
+		split("", ln); split("", li); split("", lc)
+		for (x in curn) ln[x] = curn[x]
+		for (x in curi) li[x] = curi[x]
+		for (x in curc) lc[x] = curc[x]
+		reset(); next
+	}
+	done { next }
+	/^@node\[/ {
+		match($0, /\[[0-9]+\]/); n = substr($0, RSTART + 1, RLENGTH - 2)
+		curn[n] = $NF + 0; blk = 1; next
+	}
+	/^@io\[/ {
+		line = $0
+		sub(/^@io\[/, "", line); v = line; sub(/.*\]: */, "", v); sub(/\]: *[0-9]+$/, "", line)
+		# line = "TID, COMM, NODE"
+		t = line; sub(/,.*/, "", t)
+		nd = line; sub(/.*, /, "", nd)
+		c = line; sub(/^[0-9]+, /, "", c); sub(/, [0-9]+$/, "", c); gsub(/[ \t]/, "_", c)
+		curi[t, nd] += v; curc[t, c] += v; blk = 1; next
+	}
+	END {
+		if (!done) {
+			if (blk) snap("B")      # the final counts printed at exit
+			else {                  # still running: the last snapshot
+				for (x in ln) sn["B", "n", x] = ln[x]
+				for (x in li) si["B", x] = li[x]
+				for (x in lc) sc["B", x] = lc[x]
+			}
+		}
+		total = 0; split("", node)
+		for (key in sn) {
+			split(key, p, SUBSEP); if (p[1] != "B") continue
+			d = sn[key] - sn["A", "n", p[3]]; node[p[3]] += d; total += d
+		}
+		n0 = node[0] + 0; n1 = node[1] + 0; other = total - n0 - n1
+		printf "MB_TOTAL=%d\nMB_N0=%d\nMB_N1=%d\nMB_NOTHER=%d\n", total, n0, n1, other
+		printf "MB_PCT0=%.1f\nMB_PCT1=%.1f\n", total ? 100 * n0 / total : 0, total ? 100 * n1 / total : 0
+		split("", io); split("", tids); split("", best); split("", comm)
+		for (key in si) {
+			split(key, p, SUBSEP); if (p[1] != "B") continue
+			d = si[key] - si["A", p[2], p[3]]
+			if (d > 0) { io[p[2], p[3]] += d; tids[p[2]] = 1 }
+		}
+		for (key in sc) {
+			split(key, p, SUBSEP); if (p[1] != "B") continue
+			d = sc[key] - sc["A", p[2], p[3]]
+			if (d > best[p[2]]) { best[p[2]] = d; comm[p[2]] = p[3] }
+		}
+		for (t in tids) {
+			a = io[t, 0] + 0; b = io[t, 1] + 0; s = a + b
+			printf "%s %s %d %d %.1f\n", t, comm[t], a, b, s ? 100 * b / s : 0 > tidfile
+		}
+	}' "$ESN_BT_OUT"
+}
+
+# measure_bios_during SECONDS -- COMMAND...
+# Runs COMMAND (a program or shell function) with stdout/stderr appended to
+# $ESN_WORK/commands.log, killing it after SECONDS. Uses the running
+# bio_trace_start session, or starts one on $ESN_MEASURE_DEV (default: the
+# NVMe on node 1) and stops it afterwards. Intervals before the command started
+# (the bpftrace warm-up) are dropped, and so are the command's own first
+# MB_SKIP (default 0) one-second intervals if MB_SKIP is set. Sets:
+#   MB_TOTAL MB_N0 MB_N1 MB_NOTHER MB_PCT0 MB_PCT1  bios and shares by node
+#   MB_FULL_TOTAL MB_FULL_PCT0 MB_FULL_PCT1      the same without MB_SKIP
+#   MB_RC       the command's exit status (124 if it was killed)
+#   MB_TIDFILE  lines "TID COMM BIOS_NODE0 BIOS_NODE1 PCT_NODE1", most bios first
+# and prints them. Returns 1 if the measurement itself failed.
+measure_bios_during() {
+	local limit=$1 own=0 from to cpid wpid vars
+	shift
+	[[ ${1:-} == -- ]] && shift
+	(($# > 0)) || { say "measure_bios_during: no command"; return 1; }
+	MB_TOTAL=0 MB_N0=0 MB_N1=0 MB_NOTHER=0 MB_PCT0=0 MB_PCT1=0 MB_RC=-1
+	if [[ -z $ESN_BT_PID ]] || ! kill -0 "$ESN_BT_PID" 2>/dev/null; then
+		local dev=${ESN_MEASURE_DEV:-}
+		[[ -n $dev ]] || dev=$(nvme_dev_on_node 1) || { check "measurement" 0 "no NVMe device on node 1"; return 1; }
+		bio_trace_start "$dev" || { check "measurement" 0 "bpftrace did not attach"; return 1; }
+		own=1
+	fi
+	from=$(_bt_ticks)
+	say "run (limit ${limit}s): $*"
+	echo "=== $(date +%T) $*" >>"$ESN_WORK/commands.log"
+	if declare -F "$1" >/dev/null; then
+		# A shell function: run it in a subshell with a watchdog that ends the
+		# subshell and its children.
+		"$@" >>"$ESN_WORK/commands.log" 2>&1 &
+		cpid=$!
+		(
+			sleep "$limit"
+			pkill -TERM -P "$cpid"
+			kill -TERM "$cpid" && sleep 5 && pkill -KILL -P "$cpid" && kill -KILL "$cpid"
+		) >/dev/null 2>&1 &
+		wpid=$!
+		wait "$cpid"
+		MB_RC=$?
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
+		((MB_RC == 143 || MB_RC == 137)) && MB_RC=124
+	else
+		timeout -k 5 "$limit" "$@" >>"$ESN_WORK/commands.log" 2>&1
+		MB_RC=$?
+		((MB_RC == 137)) && MB_RC=124
+	fi
+	# Wait for two more ticks: the one after the command ended may already be
+	# in flight (bpftrace prints with a delay), the next one is surely later.
+	to=$(($(_bt_ticks) + 2))
+	if ! _bt_wait_ticks "$to" 30; then
+		say "measure: no interval marker within 30 s after the command; using what there is"
+		to=0
+	fi
+	MB_TIDFILE=$ESN_WORK/tids.$ESN_BT_N.$from.txt
+	# The whole command first, then (MB_SKIP > 0) without its first intervals.
+	if ! vars=$(_bt_sum "$from" "$to" /dev/null) || [[ $vars != *MB_TOTAL=* ]]; then
+		check "measurement of: $*" 0 "could not read the bpftrace output $ESN_BT_OUT"
+		return 1
+	fi
+	eval "$vars"
+	MB_FULL_TOTAL=$MB_TOTAL MB_FULL_PCT0=$MB_PCT0 MB_FULL_PCT1=$MB_PCT1
+	local skip=${MB_SKIP:-0}
+	((to > 0 && from + skip >= to - 1)) && skip=0 # never skip everything
+	: >"$MB_TIDFILE.tmp"
+	if ! vars=$(_bt_sum "$((from + skip))" "$to" "$MB_TIDFILE.tmp") || [[ $vars != *MB_TOTAL=* ]]; then
+		check "measurement of: $*" 0 "could not read the bpftrace output $ESN_BT_OUT"
+		return 1
+	fi
+	eval "$vars"
+	awk '{ print $3 + $4, $0 }' "$MB_TIDFILE.tmp" | sort -s -k1,1nr | cut -d' ' -f2- >"$MB_TIDFILE"
+	rm -f "$MB_TIDFILE.tmp"
+	((own)) && bio_trace_stop
+	say "bios: total $MB_TOTAL | node0 $MB_N0 ($MB_PCT0 %) | node1 $MB_N1 ($MB_PCT1 %)$( ((MB_NOTHER)) && echo " | other $MB_NOTHER") | command exit $MB_RC"
+	((skip > 0)) && say "      (first $skip s of the command dropped; with them: node1 $MB_FULL_PCT1 % of $MB_FULL_TOTAL)"
+	local t c a b p
+	while read -r t c a b p; do
+		printf '    tid %-7s %-16s node0 %7d  node1 %7d  (%5.1f %% node1)\n' "$t" "$c" "$a" "$b" "$p"
+	done <"$MB_TIDFILE"
+	return 0
+}
+
+# Threads of COMM in MB_TIDFILE with at least MIN_SHARE % of the bios, and how
+# many of them had more than PCT % of their bios from node 1 / node 0.
+# Sets MB_JOBS MB_JOBS_N1 MB_JOBS_N0.
+tid_split() { # COMM PCT [MIN_SHARE]
+	local comm=$1 pct=$2 min=${3:-5}
+	read -r MB_JOBS MB_JOBS_N1 MB_JOBS_N0 < <(awk -v comm="$comm" -v pct="$pct" -v min="$min" -v tot="$MB_TOTAL" '
+		$2 == comm && tot > 0 && 100 * ($3 + $4) / tot >= min {
+			j++; if ($5 > pct) n1++; if (100 - $5 > pct) n0++
+		}
+		END { printf "%d %d %d\n", j, n1, n0 }' "$MB_TIDFILE")
+}
+
+# run_pinned_then_free START_CPUS AFTER_S ALL_CPUS COMMAND...
+# Starts COMMAND on START_CPUS, then after AFTER_S seconds allows it (and its
+# child processes, all threads) on ALL_CPUS: the tasks begin on the "wrong"
+# node and a scheduler has to move them. Returns COMMAND's status.
+run_pinned_then_free() {
+	local start=$1 after=$2 all=$3 p pid
+	shift 3
+	taskset -c "$start" "$@" &
+	p=$!
+	sleep "$after"
+	for pid in "$p" $(pgrep -P "$p"); do
+		taskset -a -p -c "$all" "$pid" >/dev/null 2>&1
+	done
+	wait "$p"
+}
+
+fio_iops() { # the read IOPS of the last fio run in commands.log
+	grep -o 'read: IOPS=[^,]*' "$ESN_WORK/commands.log" | tail -n1 | cut -d= -f2
+}
+
+# ------------------------------------------------------------- verdicts -----
+: >"$ESN_SUMMARY"
+check() { # NAME OK FIGURE
+	local name=$1 ok=$2 fig=$3 v=PASS
+	[[ $ok == 1 ]] || v=FAIL
+	[[ $ok == info ]] && v=info
+	printf '%s\t%s\t%s\n' "$v" "$name" "$fig" >>"$ESN_SUMMARY"
+	say "$v: $name: $fig"
+}
+
+summary_print() {
+	echo
+	echo "==================== summary ===================="
+	awk -F'\t' '{ printf "%-5s %-50s %s\n", $1, $2, $3 }' "$ESN_SUMMARY"
+	echo "================================================="
+	! grep -q '^FAIL' "$ESN_SUMMARY"
+}
+
+# pct_ge A B: is the percentage A >= B (decimals allowed)?
+pct_ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
+
+finish() { # write OUTDIR/result from the summary and exit accordingly
+	esn_save
+	if summary_print; then
+		echo PASS >"$ESN_OUTDIR/result"
+		exit 0
+	fi
+	echo FAIL >"$ESN_OUTDIR/result"
+	exit 1
+}

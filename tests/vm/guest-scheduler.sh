@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Guest script (run-in-vm.sh): scx_esn loaded in a 2-node guest with the NVMe
+# on node 1, judged by the bpftrace count of which node submitted the bios.
+#   1. scx_esn loads: sched_ext state "enabled", root/ops "esn..." (<= 30 s)
+#   2. fio 2 jobs unpinned: >= 95 % of the bios from node 1
+#  2b. fio 2 jobs started on CPUs 0-1, then allowed everywhere: share of node 1
+#      >= 90 % of the bios from node 1 (ESN_ASSERT_MIGRATE=0: report only)
+#   3. fio 4 jobs unpinned: 1..3 jobs (expect 2) mostly (> 80 %) from node 1,
+#      at least one mostly from node 0
+#   4. stress-ng --cpu 4 beside a 2-job fio: scx_esn survives, state enabled,
+#      no stall/error in its stderr nor sched_ext errors in dmesg
+#   5. fio pinned to CPUs 0-1: >= 95 % of the bios from node 0
+#   6. SIGINT: scx_esn exits 0 within 15 s, state back to "disabled"
+#
+# Environment:
+#   ESN_DRY=1             no scheduler: steps 2-5 under EEVDF, figures reported
+#                         but not asserted (tests this script and the measurement)
+#   ESN_BIN               the binary (default $ESN_REPO/target/release/scx_esn)
+#   ESN_SCHED_ARGS        its arguments (default "--threshold 2 --stats 1")
+#   ESN_LOAD_TIMEOUT      seconds to wait for "enabled" (default 30)
+#   ESN_FIO_RUNTIME       seconds per fio run (default 15)
+#   ESN_SKIP_MIGRATE=1    leave out step 2b; ESN_ASSERT_MIGRATE=0 only reports it
+#   ESN_SETTLE_INTERVALS  first seconds of each fio run left out of the shares,
+#                         while the scheduler classifies the new tasks (default 2)
+set -uo pipefail
+# shellcheck source=tests/vm/guest-lib.sh
+. "${ESN_REPO:?}/tests/vm/guest-lib.sh"
+
+dry=${ESN_DRY:-0}
+bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
+read -r -a sched_args <<<"${ESN_SCHED_ARGS:---threshold 2 --stats 1}"
+load_timeout=${ESN_LOAD_TIMEOUT:-30}
+runtime=${ESN_FIO_RUNTIME:-15}
+limit=$((runtime + 60))
+export MB_SKIP=${ESN_SETTLE_INTERVALS:-2}
+sched_out=$ESN_WORK/scx_esn.stdout
+sched_err=$ESN_WORK/scx_esn.stderr
+sched_pid=
+
+# expect NAME OK FIGURE: an assertion, or only a report under ESN_DRY=1.
+expect() {
+	if [[ $dry == 1 ]]; then check "$1 [dry]" info "$3"; else check "$1" "$2" "$3"; fi
+}
+b() { "$@" && echo 1 || echo 0; } # b TEST...: 1 if it holds, else 0
+
+sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing; }
+sx_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null || true; }
+sched_alive() { [[ -n $sched_pid ]] && kill -0 "$sched_pid" 2>/dev/null; }
+
+dmesg_sx_errors() { # sched_ext lines that tell of an error, since boot
+	dmesg | grep -iE 'sched_ext|scx' | grep -iE 'error|stall|fail|disabled \((runnable|watchdog|.*error)|BUG|WARN' || true
+}
+
+cleanup() {
+	if sched_alive; then
+		say "cleanup: scx_esn (pid $sched_pid) still running; SIGKILL"
+		kill -KILL "$sched_pid" 2>/dev/null
+		wait "$sched_pid" 2>/dev/null
+	fi
+	bio_trace_stop
+	dmesg | tail -n 200 >"$ESN_WORK/dmesg-tail.txt"
+	if [[ -s $sched_err || -s $sched_out ]]; then
+		echo "----- scx_esn stderr (last 40 lines; full: scx_esn.stderr) -----"
+		tail -n 40 "$sched_err"
+		echo "----- scx_esn stdout (last 15 lines; full: scx_esn.stdout) -----"
+		tail -n 15 "$sched_out"
+		echo "-----"
+	fi
+	echo "sched_ext lines in dmesg:"
+	dmesg | grep -iE 'sched_ext' | sed 's/^/    /'
+}
+
+finish_all() { cleanup; finish; }
+
+say "scheduler test on $(uname -r); dry=$dry; bin=$bin ${sched_args[*]}"
+
+dev=$(nvme_dev_on_node 1) || dev=
+if [[ -z $dev || ! -b $dev ]]; then
+	check "NVMe on node 1" 0 "none found: $(echo /sys/class/nvme/*)"
+	finish_all
+fi
+[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+
+# ---- 1. load -------------------------------------------------------------------
+if [[ $dry != 1 ]]; then
+	if [[ ! -x $bin ]]; then
+		check "1 scx_esn loads" 0 "scx_esn binary not found at $bin; run make first"
+		finish_all
+	fi
+	st=$(sx_state)
+	[[ $st == disabled ]] || say "WARNING: sched_ext state is '$st' before loading"
+	t0=$SECONDS
+	# A background job of a non-interactive shell ignores SIGINT; scx_esn
+	# installs its own handler, so step 6 still reaches it.
+	"$bin" "${sched_args[@]}" >"$sched_out" 2>"$sched_err" </dev/null &
+	sched_pid=$!
+	loaded=0
+	while ((SECONDS - t0 < load_timeout)); do
+		if [[ $(sx_state) == enabled && $(sx_ops) == esn* ]]; then loaded=1; break; fi
+		sched_alive || break
+		sleep 0.5
+	done
+	took=$((SECONDS - t0))
+	if ((loaded)); then
+		check "1 scx_esn loads" 1 "state=enabled ops=$(sx_ops) after ${took}s"
+	else
+		proc="still running"
+		if ! sched_alive; then
+			wait "$sched_pid"
+			proc="exited with status $?"
+			sched_pid=
+		fi
+		check "1 scx_esn loads" 0 "state=$(sx_state) ops='$(sx_ops)' after ${took}s (limit ${load_timeout}s); scx_esn $proc"
+		finish_all
+	fi
+else
+	check "1 scx_esn loads [dry]" info "skipped (ESN_DRY=1): default scheduler, state=$(sx_state)"
+fi
+
+if ! bio_trace_start "$dev"; then
+	check "bpftrace attaches" 0 "no marker within ${ESN_BT_ATTACH_TIMEOUT}s"
+	finish_all
+fi
+# How long bpftrace took to attach, under the scheduler.
+[[ $dry == 1 ]] || { sched_alive || check "scx_esn alive after bpftrace attach" 0 "it exited"; }
+
+# ---- 2. two jobs: both next to the device ---------------------------------------
+fio_randread_args "$dev" 2 "$runtime"
+measure_bios_during "$limit" -- "${FIO[@]}"
+ok=0
+[[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT1" 95 && ok=1
+expect "2 fio 2 jobs: >= 95 % bios from node 1" "$ok" \
+	"$MB_PCT1 % of $MB_TOTAL bios (incl. first ${MB_SKIP}s: $MB_FULL_PCT1 %), IOPS=$(fio_iops), fio exit $MB_RC"
+
+# ---- 2b. started on the wrong node: does the scheduler move them? -------------------
+# Unpinned placement on an idle guest is partly luck (EEVDF gave 18-100 % from
+# node 1 for two jobs); tasks that start on node 0 stay there under EEVDF
+# (about 10 % from node 1), so this is the discriminating figure: >= 90 % from
+# node 1 is required (ESN_ASSERT_MIGRATE=0 only reports it).
+if [[ ${ESN_SKIP_MIGRATE:-0} != 1 ]]; then
+	fio_randread_args "$dev" 2 "$((runtime + 3))"
+	MB_SKIP=$((MB_SKIP + 3)) measure_bios_during "$limit" -- run_pinned_then_free 0-1 3 0-3 "${FIO[@]}"
+	tid_split fio 80
+	fig="$MB_PCT1 % of $MB_TOTAL bios after the first $((MB_SKIP + 3)) s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS; fio exit $MB_RC"
+	if [[ ${ESN_ASSERT_MIGRATE:-1} == 1 ]]; then
+		ok=0
+		[[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT1" 90 && ok=1
+		expect "2b fio started on node 0, freed: >= 90 % node 1" "$ok" "$fig"
+	else
+		check "2b fio started on node 0, freed: node 1 share" info "$fig"
+	fi
+fi
+
+# ---- 3. four jobs: the threshold (2) keeps about two on node 1 ---------------------
+fio_randread_args "$dev" 4 "$runtime"
+measure_bios_during "$limit" -- "${FIO[@]}"
+tid_split fio 80
+ok=0
+[[ $MB_RC == 0 && $MB_JOBS == 4 ]] && ((MB_JOBS_N1 >= 1 && MB_JOBS_N1 <= 3 && MB_JOBS_N0 >= 1)) && ok=1
+expect "3 fio 4 jobs: 1..3 jobs on node 1 (expect 2)" "$ok" \
+	"$MB_JOBS_N1 of $MB_JOBS jobs >80 % node 1, $MB_JOBS_N0 >80 % node 0; node1 share $MB_PCT1 % of $MB_TOTAL bios; IOPS=$(fio_iops)"
+
+# ---- 4. CPU-bound load beside the I/O -----------------------------------------------
+say "stress-ng --cpu 4 --timeout 30s beside fio"
+timeout -k 5 60 stress-ng --cpu 4 --timeout 30s --temp-path /tmp --metrics-brief >"$ESN_WORK/stress-ng.log" 2>&1 &
+stress_pid=$!
+sleep 2
+fio_randread_args "$dev" 2 "$runtime"
+measure_bios_during "$limit" -- "${FIO[@]}"
+fio_rc=$MB_RC
+wait "$stress_pid"
+stress_rc=$?
+check "4 fio 2 jobs beside stress-ng: node 1 share" info \
+	"$MB_PCT1 % of $MB_TOTAL bios, IOPS=$(fio_iops), fio exit $fio_rc, stress-ng exit $stress_rc"
+errs=$(grep -ciE 'stall|error' "$sched_err" 2>/dev/null || true)
+sx_errs=$(dmesg_sx_errors)
+if [[ $dry != 1 ]]; then
+	ok=$(b test "$(sx_state)" == enabled)
+	sched_alive || ok=0
+	[[ ${errs:-0} == 0 && -z $sx_errs && $fio_rc == 0 && $stress_rc == 0 ]] || ok=0
+	check "4 scx_esn survives CPU load" "$ok" \
+		"alive=$(sched_alive && echo yes || echo no) state=$(sx_state) stall/error lines in stderr=${errs:-0} dmesg sched_ext errors=$(grep -c . <<<"$sx_errs")"
+	if [[ -n $sx_errs ]]; then
+		while IFS= read -r l; do echo "    dmesg: $l"; done <<<"$sx_errs"
+	fi
+else
+	check "4 no sched_ext errors in dmesg [dry]" info "$(grep -c . <<<"$sx_errs") lines"
+fi
+
+# ---- 5. affinity is respected ---------------------------------------------------------
+fio_randread_args "$dev" 2 "$runtime"
+measure_bios_during "$limit" -- taskset -c 0-1 "${FIO[@]}"
+ok=0
+[[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT0" 95 && ok=1
+# This one holds under any scheduler: assert it in dry runs too.
+check "5 fio pinned 0-1: >= 95 % bios from node 0" "$ok" \
+	"$MB_PCT0 % of $MB_TOTAL bios, IOPS=$(fio_iops), fio exit $MB_RC"
+
+bio_trace_stop
+
+# ---- 6. clean unload on SIGINT ----------------------------------------------------------
+if [[ $dry != 1 ]]; then
+	if sched_alive; then
+		t0=$SECONDS
+		kill -INT "$sched_pid"
+		while sched_alive && ((SECONDS - t0 < 15)); do sleep 0.5; done
+		if sched_alive; then
+			check "6 SIGINT: exit 0 within 15 s, state disabled" 0 "still running after 15 s (state=$(sx_state))"
+		else
+			wait "$sched_pid"
+			rc=$?
+			sched_pid=
+			for _ in $(seq 1 10); do [[ $(sx_state) == disabled ]] && break; sleep 0.5; done
+			st=$(sx_state)
+			check "6 SIGINT: exit 0 within 15 s, state disabled" "$(b test "$rc" == 0 -a "$st" == disabled)" \
+				"exit $rc after $((SECONDS - t0))s, state=$st"
+		fi
+	else
+		rc=
+		wait "$sched_pid"
+		rc=$?
+		sched_pid=
+		check "6 SIGINT: exit 0 within 15 s, state disabled" 0 "scx_esn had already exited ($rc) before SIGINT"
+	fi
+else
+	check "6 SIGINT [dry]" info "skipped (ESN_DRY=1)"
+fi
+
+finish_all

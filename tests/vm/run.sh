@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The VM tests' entry point (Makefile / CI):
+#   setup.sh, then one boot for guest-baseline.sh and one for guest-scheduler.sh.
+# usage: tests/vm/run.sh [all|baseline|scheduler] [NAME=VALUE ...]
+#   NAME=VALUE pairs go to the guest scripts (e.g. ESN_DRY=1, ESN_FIO_RUNTIME=10).
+# Results: build/vm/results/<test>/ (log, summary.tsv, result, console.log, ...).
+# Exit status: 0 only if every test that ran passed.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+results="$repo/build/vm/results"
+
+what=all
+if (($#)) && [[ $1 != *=* ]]; then what=$1; shift; fi
+case $what in
+all) tests=(baseline scheduler) ;;
+baseline | scheduler) tests=("$what") ;;
+*) echo "usage: $0 [all|baseline|scheduler] [NAME=VALUE ...]" >&2; exit 2 ;;
+esac
+
+declare -A verdict secs
+t_start=$(date +%s)
+
+t0=$(date +%s)
+if ! bash "$here/setup.sh"; then
+	echo "vm-tests: setup.sh failed" >&2
+	exit 1
+fi
+secs[setup]=$(($(date +%s) - t0))
+
+rc=0
+for t in "${tests[@]}"; do
+	out="$results/$t"
+	rm -rf "$out"
+	mkdir -p "$out"
+	echo
+	echo "########## VM test: $t ##########"
+	t0=$(date +%s)
+	if bash "$here/run-in-vm.sh" "$here/guest-$t.sh" "$out" "$@"; then
+		verdict[$t]=PASS
+	else
+		verdict[$t]=FAIL
+		rc=1
+	fi
+	secs[$t]=$(($(date +%s) - t0))
+done
+
+echo
+echo "==================== VM tests ===================="
+# shellcheck disable=SC1091
+. "$repo/build/vm/kernel.env"
+echo "kernel: $KVER ($KSUITE)"
+printf '%-10s %-5s %6s  %s\n' setup ok "${secs[setup]}s" ""
+for t in "${tests[@]}"; do
+	timing=$(cat "$results/$t/timing" 2>/dev/null || true)
+	printf '%-10s %-5s %6s  %s\n' "$t" "${verdict[$t]}" "${secs[$t]}s" "$timing"
+done
+for t in "${tests[@]}"; do
+	if [[ -s $results/$t/summary.tsv ]]; then
+		echo "--- $t"
+		awk -F'\t' '{ printf "  %-5s %-50s %s\n", $1, $2, $3 }' "$results/$t/summary.tsv"
+	fi
+done
+echo "total: $(($(date +%s) - t_start))s; results in ${results#"$repo"/}/"
+echo "=================================================="
+# A closing line in the plain form CI tools read.
+n_pass=0 n_fail=0
+for t in "${tests[@]}"; do
+	if [[ ${verdict[$t]} == PASS ]]; then n_pass=$((n_pass + 1)); else n_fail=$((n_fail + 1)); fi
+done
+echo "vm: $n_pass passed, $n_fail failed"
+exit "$rc"
