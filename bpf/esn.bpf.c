@@ -71,6 +71,9 @@ const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
 /* I/O-bound tasks currently holding a slot on each node. */
 u32 nr_placed[ESN_MAX_NODES];
 
+/* Does each CPU run a placed I/O task right now (set in ops.running)? */
+u8 cpu_runs_io[ESN_MAX_CPUS];
+
 /* Global vtime clock: the vtime of the task that last started running. */
 static u64 vtime_now;
 
@@ -105,6 +108,7 @@ struct {
 struct esn_sched_task {
 	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
 	u64 io_enqueued_at;
+	bool io_placed; /* placed at its last wake-up or enqueue */
 };
 
 struct {
@@ -363,6 +367,18 @@ static u8 task_target_node(struct task_struct *p)
 	return node;
 }
 
+/* task_target_node(), remembering the answer for ops.running. */
+static u8 task_io_node(struct task_struct *p)
+{
+	struct esn_sched_task *st;
+	u8 node = task_target_node(p);
+
+	st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+	if (st)
+		st->io_placed = node != ESN_NO_NODE;
+	return node;
+}
+
 /*
  * Vtime: tasks are ordered by the CPU time they used, scaled by weight. A
  * sleeper's lag is capped at one slice so waking up never buys a burst.
@@ -391,6 +407,40 @@ static s32 pick_idle_on_node(struct task_struct *p, u32 node, s32 prev_cpu)
 	if (cpu >= 0)
 		return cpu;
 	return scx_bpf_pick_idle_cpu(cpus, 0);
+}
+
+/* Can @cpu be preempted for a placed task (it runs no placed task)? */
+static bool cpu_preemptible_for_io(s32 cpu)
+{
+	u8 *runs_io = MEMBER_VPTR(cpu_runs_io, [cpu]);
+
+	return runs_io && !*runs_io && cpu < scx_bpf_nr_cpu_ids();
+}
+
+/*
+ * No idle CPU on @node for a placed task: put it straight on the local queue
+ * of a node CPU that runs a non-I/O task, preempting that task. Each I/O
+ * completion wakes the task, so waiting for a slice to end at every wake-up
+ * would cap its IOPS; this costs a context switch instead. Candidates: the
+ * CPU it was queued on, then one other CPU of the node it may use. Returns
+ * false when every candidate already runs an I/O task (then it queues).
+ */
+static bool preempt_for_io(struct task_struct *p, u32 node, u64 enq_flags)
+{
+	const struct cpumask *cpus = task_node_cpus(p, node);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (!cpus)
+		return false;
+	if (!bpf_cpumask_test_cpu(cpu, cpus) || !cpu_preemptible_for_io(cpu)) {
+		cpu = bpf_cpumask_any_distribute(cpus);
+		if (!cpu_preemptible_for_io(cpu))
+			return false;
+	}
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
+			   enq_flags | SCX_ENQ_PREEMPT);
+	stat_inc(ESN_STAT_IO_PREEMPT);
+	return true;
 }
 
 /* Has the oldest task in @node's I/O queue waited past io_steal_after_ns? */
@@ -447,7 +497,7 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	u8 node;
 	s32 cpu;
 
-	node = task_target_node(p);
+	node = task_io_node(p);
 	if (node != ESN_NO_NODE) {
 		cpu = pick_idle_on_node(p, node, prev_cpu);
 		if (cpu >= 0) {
@@ -491,15 +541,17 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	node = task_target_node(p);
+	node = task_io_node(p);
 	if (node != ESN_NO_NODE) {
+		cpu = pick_idle_on_node(p, node, -1);
+		if (cpu < 0 && preempt_for_io(p, node, enq_flags))
+			return;
 		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
 		if (st)
 			st->io_enqueued_at = bpf_ktime_get_ns();
 		scx_bpf_dsq_insert_vtime(p, io_dsq(node), slice_ns,
 					 task_vtime(p), enq_flags);
 		stat_inc(ESN_STAT_IO_QUEUED);
-		cpu = pick_idle_on_node(p, node, -1);
 		if (cpu >= 0)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
@@ -560,9 +612,19 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 		prev->scx.slice = slice_ns;
 }
 
-/* Advance the global vtime clock so sleepers are measured against it. */
+/*
+ * Note whether this CPU now runs a placed I/O task (preempt_for_io spares
+ * those), and advance the global vtime clock sleepers are measured against.
+ */
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
+	struct esn_sched_task *st;
+	u8 *runs_io = MEMBER_VPTR(cpu_runs_io, [scx_bpf_task_cpu(p)]);
+
+	if (runs_io) {
+		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+		*runs_io = st && st->io_placed;
+	}
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 }

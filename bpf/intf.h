@@ -61,6 +61,7 @@ enum esn_stat {
 	ESN_STAT_BIO_TRACKED,	/* on a device with a known home node */
 	ESN_STAT_BIO_UNKNOWN_DEV,
 	ESN_STAT_RETURN_HOME,	/* a spilled task moved back to its home node */
+	ESN_STAT_IO_PREEMPT,	/* a non-I/O task preempted for a placed one */
 	ESN_NR_STATS,
 };
 

@@ -22,6 +22,7 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "bio_tracked",
     "bio_unknown_dev",
     "return_home",
+    "io_preempt",
 ];
 
 pub type Counters = [u64; NAMES.len()];

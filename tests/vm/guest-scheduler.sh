@@ -13,6 +13,13 @@
 #      no stall/error in its stderr nor sched_ext errors in dmesg
 #   5. fio pinned to CPUs 0-1: >= 95 % of the bios from node 0
 #   6. SIGINT: scx_esn exits 0 within 15 s, state back to "disabled"
+#   7. a scheduler error (sysrq-S disables sched_ext): scx_esn exits non-zero
+#      with the kernel's exit reason on stderr
+# Step 0 measures fio beside stress-ng under the default scheduler first, free
+# and pinned to node 1 (where scx_esn places it), so step 4 reports scx_esn's
+# IOPS under CPU load as ratios to both (same boot). Only reported: keeping I/O
+# on its node costs CPU contention by design, and this VM has no real NUMA
+# penalty to win back (that trade-off is the threshold's job).
 #
 # Environment:
 #   ESN_DRY=1             no scheduler: steps 2-5 under EEVDF, figures reported
@@ -48,6 +55,17 @@ b() { "$@" && echo 1 || echo 0; } # b TEST...: 1 if it holds, else 0
 sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing; }
 sx_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null || true; }
 sched_alive() { [[ -n $sched_pid ]] && kill -0 "$sched_pid" 2>/dev/null; }
+# sched_wait_exit SECONDS: wait (bounded) for scx_esn to exit. Returns 1 if it
+# still runs; else sets SCHED_RC (its status) and SCHED_WAITED (seconds).
+sched_wait_exit() {
+	local t0=$SECONDS
+	while sched_alive && ((SECONDS - t0 < $1)); do sleep 0.5; done
+	sched_alive && return 1
+	wait "$sched_pid"
+	SCHED_RC=$?
+	SCHED_WAITED=$((SECONDS - t0))
+	sched_pid=
+}
 
 dmesg_sx_errors() { # sched_ext lines that tell of an error, since boot
 	dmesg | grep -iE 'sched_ext|scx' | grep -iE 'error|stall|fail|disabled \((runnable|watchdog|.*error)|BUG|WARN' || true
@@ -82,6 +100,28 @@ if [[ -z $dev || ! -b $dev ]]; then
 	finish_all
 fi
 [[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+
+# fio_beside_stress: 2 fio jobs beside stress-ng --cpu 4 (30 s); FIO must be set.
+fio_beside_stress() {
+	timeout -k 5 60 stress-ng --cpu 4 --timeout 30s --temp-path /tmp --metrics-brief >>"$ESN_WORK/stress-ng.log" 2>&1 &
+	local stress=$!
+	sleep 2
+	"$@"
+	local rc=$?
+	wait "$stress" || rc=$?
+	return "$rc"
+}
+
+# ---- 0. reference: fio beside a CPU hog under the default scheduler --------------
+fio_randread_args "$dev" 2 "$runtime"
+fio_beside_stress timeout -k 5 "$limit" "${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1
+ref_rc=$?
+ref_iops=$(fio_iops)
+fio_beside_stress timeout -k 5 "$limit" taskset -c 2-3 "${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1
+ref_pin_rc=$?
+ref_pin_iops=$(fio_iops)
+check "0 EEVDF: fio 2 jobs beside stress-ng" info \
+	"IOPS=$ref_iops free (exit $ref_rc), IOPS=$ref_pin_iops pinned to node 1 (exit $ref_pin_rc)"
 
 # ---- 1. load -------------------------------------------------------------------
 if [[ $dry != 1 ]]; then
@@ -164,7 +204,7 @@ expect "3 fio 4 jobs: 1..3 jobs on node 1 (expect 2)" "$ok" \
 
 # ---- 4. CPU-bound load beside the I/O -----------------------------------------------
 say "stress-ng --cpu 4 --timeout 30s beside fio"
-timeout -k 5 60 stress-ng --cpu 4 --timeout 30s --temp-path /tmp --metrics-brief >"$ESN_WORK/stress-ng.log" 2>&1 &
+timeout -k 5 60 stress-ng --cpu 4 --timeout 30s --temp-path /tmp --metrics-brief >>"$ESN_WORK/stress-ng.log" 2>&1 &
 stress_pid=$!
 sleep 2
 fio_randread_args "$dev" 2 "$runtime"
@@ -172,8 +212,10 @@ measure_bios_during "$limit" -- "${FIO[@]}"
 fio_rc=$MB_RC
 wait "$stress_pid"
 stress_rc=$?
+load_iops=$(fio_iops)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 check "4 fio 2 jobs beside stress-ng: node 1 share" info \
-	"$MB_PCT1 % of $MB_TOTAL bios, IOPS=$(fio_iops), fio exit $fio_rc, stress-ng exit $stress_rc"
+	"$MB_PCT1 % of $MB_TOTAL bios, IOPS=$load_iops = $(ratio "$load_iops" "$ref_pin_iops")x EEVDF pinned to node 1, $(ratio "$load_iops" "$ref_iops")x EEVDF free; fio exit $fio_rc, stress-ng exit $stress_rc"
 errs=$(grep -ciE 'stall|error' "$sched_err" 2>/dev/null || true)
 sx_errs=$(dmesg_sx_errors)
 if [[ $dry != 1 ]]; then
@@ -203,19 +245,14 @@ bio_trace_stop
 # ---- 6. clean unload on SIGINT ----------------------------------------------------------
 if [[ $dry != 1 ]]; then
 	if sched_alive; then
-		t0=$SECONDS
 		kill -INT "$sched_pid"
-		while sched_alive && ((SECONDS - t0 < 15)); do sleep 0.5; done
-		if sched_alive; then
+		if ! sched_wait_exit 15; then
 			check "6 SIGINT: exit 0 within 15 s, state disabled" 0 "still running after 15 s (state=$(sx_state))"
 		else
-			wait "$sched_pid"
-			rc=$?
-			sched_pid=
 			for _ in $(seq 1 10); do [[ $(sx_state) == disabled ]] && break; sleep 0.5; done
 			st=$(sx_state)
-			check "6 SIGINT: exit 0 within 15 s, state disabled" "$(b test "$rc" == 0 -a "$st" == disabled)" \
-				"exit $rc after $((SECONDS - t0))s, state=$st"
+			check "6 SIGINT: exit 0 within 15 s, state disabled" "$(b test "$SCHED_RC" == 0 -a "$st" == disabled)" \
+				"exit $SCHED_RC after ${SCHED_WAITED}s, state=$st"
 		fi
 	else
 		rc=
@@ -226,6 +263,26 @@ if [[ $dry != 1 ]]; then
 	fi
 else
 	check "6 SIGINT [dry]" info "skipped (ESN_DRY=1)"
+fi
+
+# ---- 7. a scheduler error exits non-zero with the kernel's reason -----------------
+# sysrq-S makes the kernel disable the BPF scheduler with an error exit
+# (SCX_EXIT_SYSRQ): what an operator sees after a stall or a BPF error.
+if [[ $dry != 1 ]]; then
+	"$bin" "${sched_args[@]}" >"$sched_out.7" 2>"$sched_err.7" </dev/null &
+	sched_pid=$!
+	t0=$SECONDS
+	while ((SECONDS - t0 < load_timeout)) && [[ $(sx_state) != enabled ]] && sched_alive; do sleep 0.5; done
+	echo 1 >/proc/sys/kernel/sysrq
+	echo S >/proc/sysrq-trigger
+	if ! sched_wait_exit 15; then
+		check "7 error exit: non-zero, kernel reason" 0 "still running 15 s after sysrq-S (state=$(sx_state))"
+	else
+		reason=$(grep -m1 -i 'sysrq' "$sched_err.7" || true)
+		ok=0
+		[[ $SCHED_RC != 0 && -n $reason ]] && ok=1
+		check "7 error exit: non-zero, kernel reason" "$ok" "exit $SCHED_RC; stderr: ${reason:-<no sysrq reason>}"
+	fi
 fi
 
 finish_all
