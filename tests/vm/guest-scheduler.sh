@@ -3,6 +3,8 @@
 #
 # Guest script (run-in-vm.sh): scx_esn loaded in a 2-node guest with the NVMe
 # on node 1, judged by the bpftrace count of which node submitted the bios.
+#   T. scx_esn topology --json: 2 nodes (CPUs 0-1, 2-3), distance 20, the
+#      NVMe disk with home node 1 (the same facts as the guest's sysfs)
 #   1. scx_esn loads: sched_ext state "enabled", root/ops "esn..." (<= 30 s)
 #   2. fio 2 jobs unpinned: >= 95 % of the bios from node 1
 #  2b. fio 2 jobs started on CPUs 0-1, then allowed everywhere: share of node 1
@@ -111,6 +113,24 @@ fio_beside_stress() {
 	wait "$stress" || rc=$?
 	return "$rc"
 }
+
+# ---- T. topology discovery on a real NUMA + NVMe machine ------------------------
+if [[ -x $bin ]]; then
+	topo_fig=$("$bin" topology --json 2>&1 | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+nodes = {n["id"]: n for n in t["nodes"]}
+nvme = [d for d in t["devices"] if d["kind"] == "nvme"]
+ok = (sorted(nodes) == [0, 1] and nodes[0]["cpus"] == [0, 1] and nodes[1]["cpus"] == [2, 3]
+      and dict(map(tuple, nodes[0]["distances"])).get(1) == 20
+      and len(nvme) == 1 and nvme[0]["home_node"] == 1 and nvme[0]["name"] == sys.argv[1])
+print(int(ok), "nodes", {i: n["cpus"] for i, n in nodes.items()}, "nvme",
+      [(d["name"], d["home_node"]) for d in nvme])
+' "$(basename "$dev")" 2>&1)
+	ok=${topo_fig%% *}
+	[[ $ok == 1 ]] || ok=0 # a traceback is a failure too
+	check "T scx_esn topology matches the VM" "$ok" "${topo_fig#* }"
+fi
 
 # ---- 0. reference: fio beside a CPU hog under the default scheduler --------------
 fio_randread_args "$dev" 2 "$runtime"

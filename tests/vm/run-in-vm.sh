@@ -26,7 +26,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-vmdir="$repo/build/vm"
+vmdir=${ESN_VM_DIR:-$repo/build/vm}
 venv="$repo/build/venv"
 
 die() { printf 'run-in-vm: ERROR: %s\n' "$*" >&2; exit 2; }

@@ -19,12 +19,15 @@
 #   ESN_DEBIAN_MIRROR   Debian mirror (default http://deb.debian.org/debian)
 #   ESN_SKIP_APT=1      do not install Debian packages (check only)
 #   ESN_INSTALL_HOST_MODULES=1  also symlink /lib/modules/<ver> to the unpacked tree
+#   ESN_VM_DIR          where the kernel, image and results live (build/vm), so
+#                       a second kernel can sit beside the first
+# Exit status 3: the pinned kernel is not in the archive (any more).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build="$repo/build"
-vmdir="$build/vm"
+vmdir=${ESN_VM_DIR:-$build/vm}
 venv="$build/venv"
 suite=${ESN_KERNEL_SUITE:-trixie-backports}
 mirror=${ESN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -163,7 +166,8 @@ else
 		! apt-cache "${aptopts[@]}" show "linux-image-$kver" | grep -q "^Depends:.*linux-binary-$kver"; then
 		want=("linux-image-$kver")
 	else
-		die "no usable image package for $kver in $suite (tried linux-binary-unsigned-$kver, linux-image-$kver-unsigned, linux-image-$kver)"
+		printf 'setup: ERROR: %s\n' "kernel $kver is not in $suite (any more): no linux-binary-unsigned-$kver, linux-image-$kver-unsigned or linux-image-$kver" >&2
+		exit 3
 	fi
 	log "downloading ${want[*]} into build/vm/debs/"
 	# Only the debs of this version stay; older ones are removed.
