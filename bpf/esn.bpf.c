@@ -295,26 +295,23 @@ static u8 choose_node(struct task_struct *p, u8 home)
 	return ESN_NO_NODE;
 }
 
-/* Decayed score without writing: the tracepoint owns io_task_stor. */
-static __always_inline u64 io_score_now(const struct esn_io_task *io, u64 now)
+/*
+ * Home node of @p if it is I/O-bound now, else ESN_NO_NODE. Hysteresis: a
+ * task becomes I/O-bound at io_min_score but, once @placed, stays so down
+ * to a quarter of it. A placed task that stalls for a few half-lives (CPU
+ * contention, a slow device) would otherwise lose its slot, a spilled task
+ * would take it, and the two would swap nodes over and over. Kernel threads
+ * (writeback, journal) are left to the fair path: they serve everyone.
+ */
+static u8 io_bound_home(struct task_struct *p, struct esn_io_task *io, u64 now,
+			bool placed)
 {
-	u64 halvings;
-
-	if (now <= io->decayed_at || !io_half_life_ns)
-		return io->score;
-	halvings = (now - io->decayed_at) / io_half_life_ns;
-	return halvings >= 64 ? 0 : io->score >> halvings;
-}
-
-/* Home node of @p if it is I/O-bound now, else ESN_NO_NODE. Kernel threads
- * (writeback, journal) are left to the fair path: they serve everyone. */
-static u8 io_bound_home(struct task_struct *p, struct esn_io_task *io, u64 now)
-{
+	u64 bar = placed ? io_min_score / 4 : io_min_score;
 	u8 home;
 
 	if (!io || (p->flags & PF_KTHREAD))
 		return ESN_NO_NODE;
-	if (io_score_now(io, now) < io_min_score)
+	if (io_score_now(io, now) < (bar ? bar : 1))
 		return ESN_NO_NODE;
 	home = io_task_home_node(io);
 	if (home >= nr_nodes || !node_has_cpu(home))
@@ -335,8 +332,8 @@ static u8 task_target_node(struct task_struct *p)
 	u32 tid = p->pid;
 	u8 home, node;
 
-	home = io_bound_home(p, io, now);
 	pl = bpf_map_lookup_elem(&placements, &tid);
+	home = io_bound_home(p, io, now, pl);
 	if (pl) {
 		node = pl->node;
 		if (home == pl->home_node && task_allowed_on_node(p, node) &&

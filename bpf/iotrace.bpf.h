@@ -66,22 +66,23 @@ static __always_inline u32 bio_disk_dev(struct bio *bio)
 			    BPF_CORE_READ(disk, first_minor));
 }
 
-/* Bring the score to @now: halve it once per elapsed half-life. */
-static __always_inline u64 io_score_at(struct esn_io_task *io, u64 now)
+/* Whole half-lives elapsed between the score's last decay and @now. */
+static __always_inline u64 io_halvings(const struct esn_io_task *io, u64 now)
 {
-	u64 halvings;
-
 	if (now <= io->decayed_at || !io_half_life_ns)
-		return io->score;
-	halvings = (now - io->decayed_at) / io_half_life_ns;
-	if (halvings >= 64) {
-		io->score = 0;
-		io->decayed_at = now;
-	} else if (halvings) {
-		io->score >>= halvings;
-		io->decayed_at += halvings * io_half_life_ns;
-	}
-	return io->score;
+		return 0;
+	return (now - io->decayed_at) / io_half_life_ns;
+}
+
+/*
+ * The score as of @now, without writing: readers other than the tracepoint
+ * (the scheduler) must not race its updates.
+ */
+static __always_inline u64 io_score_now(const struct esn_io_task *io, u64 now)
+{
+	u64 halvings = io_halvings(io, now);
+
+	return halvings >= 64 ? 0 : io->score >> halvings;
 }
 
 /*
@@ -124,7 +125,7 @@ int BPF_PROG(esn_bio_queue, struct bio *bio)
 {
 	struct task_struct *p = bpf_get_current_task_btf();
 	struct esn_io_task *io;
-	u64 now;
+	u64 now, halvings;
 	u32 dev;
 
 	dev = bio_disk_dev(bio);
@@ -138,8 +139,12 @@ int BPF_PROG(esn_bio_queue, struct bio *bio)
 		return 0;
 
 	now = bpf_ktime_get_ns();
-	io_score_at(io, now);
-	io->score++;
+	halvings = io_halvings(io, now);
+	io->score = io_score_now(io, now) + 1;
+	if (halvings >= 64)
+		io->decayed_at = now;
+	else
+		io->decayed_at += halvings * io_half_life_ns;
 	io->last_io_ns = now;
 	io_vote(io, dev);
 	stat_inc(ESN_STAT_BIO_TRACKED);

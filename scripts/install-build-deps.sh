@@ -10,7 +10,7 @@ packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config make)
 
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
 	echo "install-build-deps: installing ${missing[*]}"
@@ -26,7 +26,7 @@ command -v cargo >/dev/null || {
 }
 if command -v rustup >/dev/null; then
 	for c in rustfmt clippy; do
-		rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+		rustup component list --installed 2>/dev/null | grep "^$c" >/dev/null || rustup component add "$c"
 	done
 fi
 echo "install-build-deps: ok ($(clang-19 --version | head -1), $(cargo --version))"

@@ -61,7 +61,8 @@ pub struct SchedOpts {
     pub slice_us: u64,
 
     /// Decayed I/O score at which a task counts as I/O-bound. With the
-    /// default half-life, 8 means about 55 block I/Os per second.
+    /// default half-life, 8 means about 55 block I/Os per second. A placed
+    /// task stays I/O-bound down to a quarter of it (hysteresis).
     #[arg(long, default_value_t = 8, value_name = "SCORE",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub io_min_score: u64,

@@ -200,10 +200,10 @@ expect "2 fio 2 jobs: >= 95 % bios from node 1" "$ok" \
 # (about 10 % from node 1), so this is the discriminating figure: >= 90 % from
 # node 1 is required (ESN_ASSERT_MIGRATE=0 only reports it).
 if [[ ${ESN_SKIP_MIGRATE:-0} != 1 ]]; then
-	fio_randread_args "$dev" 2 "$((runtime + 3))"
-	MB_SKIP=$((MB_SKIP + 3)) measure_bios_during "$limit" -- run_pinned_then_free 0-1 3 0-3 "${FIO[@]}"
+	fio_randread_args "$dev" 2 "$((runtime + 5))"
+	MB_SKIP=$((MB_SKIP + 5)) measure_bios_during "$limit" -- run_pinned_then_free 0-1 3 0-3 "${FIO[@]}"
 	tid_split fio 80
-	fig="$MB_PCT1 % of $MB_TOTAL bios after the first $((MB_SKIP + 3)) s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS; fio exit $MB_RC"
+	fig="$MB_PCT1 % of $MB_TOTAL bios after the first $((MB_SKIP + 5)) s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS; fio exit $MB_RC"
 	if [[ ${ESN_ASSERT_MIGRATE:-1} == 1 ]]; then
 		ok=0
 		[[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT1" 90 && ok=1

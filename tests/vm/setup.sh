@@ -23,6 +23,8 @@
 #                       a second kernel can sit beside the first
 # Exit status 3: the pinned kernel is not in the archive (any more).
 set -euo pipefail
+# No `producer | grep -q` here: grep -q exits at the first match, the producer
+# may die of SIGPIPE, and pipefail then reads a found line as "not found".
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -65,7 +67,7 @@ declare -A pkgs=(
 missing=()
 for p in "${!pkgs[@]}"; do
 	# dpkg status is the authority; the file check catches a half-removed package.
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null; then
 		missing+=("$p")
 		continue
 	fi
@@ -155,7 +157,7 @@ else
 	# linux-modules-<ver> (modules), linux-base-<ver> (config, System.map).
 	# Older ones ship everything in linux-image-<ver>-unsigned, or in the
 	# signed linux-image-<ver> (the signature does not matter to qemu).
-	avail() { apt-cache "${aptopts[@]}" show "$1" 2>/dev/null | grep -q '^Package:'; }
+	avail() { apt-cache "${aptopts[@]}" show "$1" 2>/dev/null | grep '^Package:' >/dev/null; }
 	want=()
 	if avail "linux-binary-unsigned-$kver"; then
 		want=("linux-binary-unsigned-$kver" "linux-modules-$kver")
@@ -163,7 +165,7 @@ else
 	elif avail "linux-image-$kver-unsigned"; then
 		want=("linux-image-$kver-unsigned")
 	elif avail "linux-image-$kver" &&
-		! apt-cache "${aptopts[@]}" show "linux-image-$kver" | grep -q "^Depends:.*linux-binary-$kver"; then
+		! apt-cache "${aptopts[@]}" show "linux-image-$kver" | grep "^Depends:.*linux-binary-$kver" >/dev/null; then
 		want=("linux-image-$kver")
 	else
 		printf 'setup: ERROR: %s\n' "kernel $kver is not in $suite (any more): no linux-binary-unsigned-$kver, linux-image-$kver-unsigned or linux-image-$kver" >&2
