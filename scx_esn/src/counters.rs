@@ -58,8 +58,14 @@ pub fn delta(now: &Counters, before: &Counters) -> Counters {
 pub fn format_line(d: &Counters, nodes: &[NodeLoad]) -> String {
     let placed = d[bpf_intf::esn_stat_ESN_STAT_PLACE_LOCAL as usize]
         + d[bpf_intf::esn_stat_ESN_STAT_PLACE_SPILL as usize];
-    let local_pct = percent(d[bpf_intf::esn_stat_ESN_STAT_PLACE_LOCAL as usize], placed);
-    let mut line = format!("place local={local_pct:.0}%");
+    // No placement in the interval: say so rather than "0 % local".
+    let mut line = if placed == 0 {
+        "place local=-".to_string()
+    } else {
+        let local =
+            100.0 * d[bpf_intf::esn_stat_ESN_STAT_PLACE_LOCAL as usize] as f64 / placed as f64;
+        format!("place local={local:.0}%")
+    };
     for (name, value) in NAMES.iter().zip(d.iter()) {
         let _ = write!(line, " {name}={value}");
     }
@@ -68,14 +74,6 @@ pub fn format_line(d: &Counters, nodes: &[NodeLoad]) -> String {
         let _ = write!(line, " n{}={}/{}", n.node, n.placed, n.threshold);
     }
     line
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
 }
 
 #[cfg(test)]
@@ -125,6 +123,12 @@ mod tests {
         assert!(line.starts_with("place local=75%"), "{line}");
         assert!(line.contains(" place_spill=1 "), "{line}");
         assert!(line.ends_with("| nodes n0=1/2 n1=2/2"), "{line}");
+    }
+
+    #[test]
+    fn interval_without_placements_shows_no_share() {
+        let line = format_line(&[0; NAMES.len()], &[]);
+        assert!(line.starts_with("place local=- "), "{line}");
     }
 
     #[test]

@@ -34,6 +34,17 @@ pub struct Scheduler<'a> {
     plan: Plan,
 }
 
+/// libbpf's own messages go to our log. Its warnings (the verifier log on a
+/// load failure) always show; its info lines ("member X not found in kernel,
+/// skipping") are routine on older kernels and only show with -v.
+fn libbpf_to_log(level: libbpf_rs::PrintLevel, msg: String) {
+    let msg = msg.trim_end();
+    match level {
+        libbpf_rs::PrintLevel::Warn => warn!("{msg}"),
+        _ => log::debug!("{msg}"),
+    }
+}
+
 /// libbpf resolves the object's `__kconfig` externs from the running
 /// kernel's config; say what to do before it fails with a bare EINVAL.
 fn kconfig_opts(opts: &SchedOpts) -> Result<LibbpfOpts> {
@@ -66,13 +77,14 @@ impl<'a> Scheduler<'a> {
         // Root here may lack CAP_SYS_RESOURCE; recent kernels charge BPF
         // memory to the cgroup, so a failure only warns.
         try_set_rlimit_infinity();
-        // libbpf's own messages (the verifier log on a load failure) go to
-        // our log: warnings always, debug with -vv.
-        scx_utils::init_libbpf_logging(Some(if opts.verbose > 1 {
-            libbpf_rs::PrintLevel::Debug
-        } else {
-            libbpf_rs::PrintLevel::Info
-        }));
+        libbpf_rs::set_print(Some((
+            if opts.verbose > 1 {
+                libbpf_rs::PrintLevel::Debug
+            } else {
+                libbpf_rs::PrintLevel::Info
+            },
+            libbpf_to_log,
+        )));
 
         // Not obj_builder.debug(): debug(false) silences libbpf altogether.
         let builder = BpfSkelBuilder::default();

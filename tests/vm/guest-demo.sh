@@ -2,28 +2,31 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Guest script for `make demo`: the same fio load (4k randread, direct, psync,
-# 4 jobs) on the node-1 NVMe, first under the kernel's default scheduler, then
-# under scx_esn --threshold 2, each measured by the bpftrace count of which
-# node submitted the bios. Shows scx_esn's own --stats lines beside it.
+# 2 jobs) on the node-1 NVMe, started on node 0's CPUs and then allowed
+# everywhere, first under the kernel's default scheduler, then under scx_esn
+# --threshold 2, each measured by the bpftrace count of which node submitted
+# the bios (the first seconds, while the jobs are still pinned, are left out).
+# Shows scx_esn's own --stats lines beside it.
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
 
 bin=$ESN_REPO/target/release/scx_esn
-jobs=${ESN_DEMO_JOBS:-4}
+jobs=${ESN_DEMO_JOBS:-2}
 runtime=${ESN_FIO_RUNTIME:-15}
-export MB_SKIP=2
+export MB_SKIP=7
 
 [[ -x $bin ]] || { say "no $bin: run make first"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
 dev=$(nvme_dev_on_node 1) || { say "no NVMe on node 1"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
 
 say "topology as scx_esn sees it:"
 "$bin" topology
-fio_randread_args "$dev" "$jobs" "$runtime"
+fio_randread_args "$dev" "$jobs" "$((runtime + 7))"
+run_load() { run_pinned_then_free 0-1 3 0-3 "${FIO[@]}"; }
 bio_trace_start "$dev" || { echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
 
-say "=== default scheduler (EEVDF): fio $jobs jobs on $dev ==="
-measure_bios_during $((runtime + 60)) -- "${FIO[@]}"
+say "=== default scheduler (EEVDF): fio $jobs jobs on $dev, started on node 0 then freed ==="
+measure_bios_during $((runtime + 60)) -- run_load
 eevdf_pct1=$MB_PCT1 eevdf_iops=$(fio_iops)
 tid_split fio 80
 eevdf_jobs="$MB_JOBS_N1 of $MB_JOBS mostly on node 1"
@@ -37,7 +40,7 @@ for _ in $(seq 1 60); do
 	sleep 0.5
 done
 say "sched_ext: $(cat /sys/kernel/sched_ext/state), ops $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
-measure_bios_during $((runtime + 60)) -- "${FIO[@]}"
+measure_bios_during $((runtime + 60)) -- run_load
 esn_pct1=$MB_PCT1 esn_iops=$(fio_iops)
 tid_split fio 80
 esn_jobs="$MB_JOBS_N1 of $MB_JOBS mostly on node 1"
