@@ -3,7 +3,9 @@
 #   make            build target/release/scx_esn
 #   make demo       fresh machine: install, build, boot the NUMA+NVMe VM and
 #                   show scx_esn placing a real fio load
-#   make test       fresh machine: install, lint, unit tests, VM proof
+#   make test       fresh machine: install, lint, unit tests, host BPF test,
+#                   VM proof
+#   make bench      BPF cost of `scx_esn observe` vs a bpftrace script (root)
 #
 # The BPF side needs clang >= 16: BPF_CLANG picks it (Debian 12: clang-19).
 
@@ -12,7 +14,7 @@ export BPF_CLANG
 CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 
-.PHONY: all build deps lint unit vm-test test demo clean
+.PHONY: all build deps lint unit host-test vm-test test demo bench clean
 
 all: build
 
@@ -29,6 +31,10 @@ lint:
 unit:
 	$(CARGO) test $(CARGO_FLAGS)
 
+# The block tracepoints on the host kernel itself (no sched_ext needed).
+host-test: build
+	tests/host/observe.sh
+
 # The current sched_ext kernel of Debian trixie-backports, then the scheduler
 # test again on an older pinned one (skipped loudly once the archive drops it).
 COMPAT_KERNEL ?= 6.16.12+deb13
@@ -40,7 +46,10 @@ vm-test: build
 demo: deps build
 	tests/vm/demo.sh
 
-test: deps lint unit vm-test
+test: deps lint unit host-test vm-test
+
+bench: build
+	tests/bench/observe-cost.sh
 
 clean:
 	$(CARGO) clean

@@ -27,7 +27,9 @@
 #include <scx/common.bpf.h>
 
 #include "intf.h"
+#include "topo.bpf.h"
 #include "iotrace.bpf.h"
+#include "blkobs.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -57,10 +59,8 @@ const volatile u64 io_idle_ns = 500ULL * 1000 * 1000;
  */
 const volatile u64 io_steal_after_ns = 50ULL * 1000 * 1000;
 
-/* Topology: node ids are < nr_nodes; the CPU -> node map; for each node,
- * the other nodes with CPUs, nearest first, ESN_NO_NODE terminated. */
-const volatile u32 nr_nodes = 1;
-const volatile u8 cpu_node[ESN_MAX_CPUS];
+/* Topology beyond topo.bpf.h: which nodes have CPUs and, for each node, the
+ * other nodes with CPUs, nearest first, ESN_NO_NODE terminated. */
 const volatile u8 node_has_cpus[ESN_MAX_NODES];
 const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
 
@@ -143,18 +143,6 @@ static __always_inline u64 io_dsq(u32 node)
 static __always_inline u64 fair_dsq(u32 node)
 {
 	return ESN_DSQ_FAIR_BASE + node;
-}
-
-/*
- * Rodata arrays are read through MEMBER_VPTR: clang likes to merge or drop
- * bounds checks in ways the verifier cannot follow, the asm check it emits
- * survives.
- */
-static __always_inline u32 node_of_cpu(s32 cpu)
-{
-	const volatile u8 *node = MEMBER_VPTR(cpu_node, [cpu]);
-
-	return node ? *node : 0;
 }
 
 static __always_inline bool node_has_cpu(u32 node)

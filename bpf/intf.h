@@ -24,6 +24,16 @@ enum esn_limits {
 	ESN_MAX_PLACED_TASKS = 16384,
 	/* Whole-disk devices whose home node userspace tells BPF about. */
 	ESN_MAX_DEVICES = 1024,
+	/* Requests tracked between start and completion at once. */
+	ESN_MAX_INFLIGHT = 32768,
+	/* (device, locality, op) histogram entries. */
+	ESN_MAX_IO_KEYS = 4096,
+	/* Tasks in the per-task I/O table (LRU: the quietest are dropped). */
+	ESN_MAX_IO_TASKS = 8192,
+	/* log2 latency buckets: slot 0 is [0, 2) ns, slot i is [2^i, 2^(i+1)),
+	 * the last one also takes everything longer (2^39 ns is ~9 minutes). */
+	ESN_LAT_SLOTS = 40,
+	ESN_COMM_LEN = 16,
 };
 
 /* "No node" in u8/s32 node fields. */
@@ -62,7 +72,80 @@ enum esn_stat {
 	ESN_STAT_BIO_UNKNOWN_DEV,
 	ESN_STAT_RETURN_HOME,	/* a spilled task moved back to its home node */
 	ESN_STAT_IO_PREEMPT,	/* a non-I/O task preempted for a placed one */
+	/* blk-mq request tracking (blkobs.bpf.h) */
+	ESN_STAT_RQ_STARTED,	/* requests seen at start (or first at issue) */
+	ESN_STAT_RQ_COMPLETED,	/* requests accounted at completion */
+	ESN_STAT_RQ_UNTRACKED,	/* completed without a start: before attach */
+	ESN_STAT_RQ_INFLIGHT_FULL, /* in-flight table full: request not tracked */
+	ESN_STAT_RQ_REQUEUED,	/* requeued: its issue time starts over */
 	ESN_NR_STATS,
+};
+
+/* Request operation classes, as reported. */
+enum esn_io_op {
+	ESN_OP_READ,
+	ESN_OP_WRITE,
+	ESN_OP_FLUSH,
+	ESN_OP_DISCARD,	/* discard, secure erase, write zeroes */
+	ESN_OP_OTHER,	/* zone management, driver private, ... */
+	ESN_NR_OPS,
+};
+
+/* Where a request was submitted relative to its device's home node. */
+enum esn_locality {
+	ESN_LOC_LOCAL,
+	ESN_LOC_REMOTE,
+	ESN_LOC_UNKNOWN,	/* device with no home node (or CPU unknown) */
+	ESN_NR_LOCS,
+};
+
+enum esn_lat_kind {
+	ESN_LAT_QUEUE,	/* start (block_io_start / insert) -> issue to driver */
+	ESN_LAT_DEVICE,	/* issue -> completion */
+	ESN_NR_LAT_KINDS,
+};
+
+/* Key of the per-(device, locality, op) statistics. */
+struct esn_io_key {
+	u32 dev;	/* kernel dev_t of the whole disk */
+	u8 locality;	/* enum esn_locality */
+	u8 op;		/* enum esn_io_op */
+	u8 pad[2];
+};
+
+/* Cumulative counters and latency histograms; userspace takes deltas. */
+struct esn_io_hist {
+	u64 reqs;		/* completed requests */
+	u64 bytes;		/* their size at start */
+	u64 cross_completions;	/* completed on another node than submitted */
+	u64 lat_cnt[ESN_NR_LAT_KINDS];
+	u64 lat_sum_ns[ESN_NR_LAT_KINDS];
+	u64 slots[ESN_NR_LAT_KINDS][ESN_LAT_SLOTS];
+};
+
+/* Per NUMA node of the submitting (or completing) CPU, cumulative. */
+struct esn_node_io {
+	u64 reqs;		/* requests started on this node's CPUs */
+	u64 bytes;
+	u64 remote_reqs;	/* ... to a device homed on another node */
+	u64 remote_bytes;
+	u64 completions;	/* requests completed on this node's CPUs */
+	u64 cross_completions;	/* ... that another node submitted */
+};
+
+/* Per-task I/O, keyed by tid, cumulative (LRU-bounded). */
+struct esn_task_io {
+	u64 reqs;		/* requests the task started */
+	u64 bytes;
+	u64 remote_reqs;	/* ... from a node other than the device's */
+	u64 last_ns;		/* time of its last request */
+	u64 io_score;		/* the scheduler's decayed I/O score, then */
+	u32 tgid;
+	u32 vote_dev;		/* device winning its majority vote */
+	u32 vote_weight;	/* the vote's lead; 0: no device yet */
+	u8 last_node;		/* node it last submitted from */
+	u8 pad[3];
+	char comm[ESN_COMM_LEN];
 };
 
 /*

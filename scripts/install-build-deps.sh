@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Install what building scx_esn needs on Debian 12/13: clang >= 16 for the BPF
-# side (Debian 12 ships clang-19), libelf/zlib/zstd for libbpf, and the Rust
-# lint components. Idempotent: a machine that has everything only gets checked.
+# side (Debian 12 ships clang-19), libelf/zlib/zstd for libbpf, the Rust
+# lint components, and what the host tests and benchmarks run (fio, bpftrace,
+# python3, util-linux's findmnt/lsblk, procps' pgrep). Idempotent: a machine that has everything only gets checked.
 set -euo pipefail
 
-packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config make)
+packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config make
+	fio bpftrace python3 util-linux procps)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
-// Compiles bpf/esn.bpf.c with the scx toolchain (clang >= 16; set BPF_CLANG
-// to pick one, e.g. BPF_CLANG=clang-19) and generates the skeleton and the
-// bindings of bpf/intf.h.
+// Compiles the two BPF objects with the scx toolchain (clang >= 16; set
+// BPF_CLANG to pick one, e.g. BPF_CLANG=clang-19) and generates their
+// skeletons and the bindings of bpf/intf.h:
+//   - bpf/esn.bpf.c      the sched_ext scheduler (skeleton `bpf`)
+//   - bpf/observe.bpf.c  block I/O observation only (skeleton `observe`)
 
 fn main() {
     scx_cargo::BpfBuilder::new()
@@ -11,4 +13,9 @@ fn main() {
         .enable_skel("../bpf/esn.bpf.c", "bpf")
         .build()
         .expect("building the BPF scheduler failed (see the clang output above)");
+    scx_cargo::BpfBuilder::new()
+        .expect("BPF toolchain: is clang >= 16 installed (set BPF_CLANG)?")
+        .enable_skel("../bpf/observe.bpf.c", "observe")
+        .build()
+        .expect("building the BPF observer failed (see the clang output above)");
 }

@@ -41,6 +41,46 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Observe block I/O without the scheduler (no sched_ext needed): per
+    /// device IOPS, MB/s and latency local vs remote to the device's NUMA
+    /// node, the remote share of each node's submissions, and the top I/O
+    /// tasks. Root and a kernel with BTF (5.11+). Runs until --duration or
+    /// SIGINT/SIGTERM, then prints the totals since start.
+    Observe(ObserveOpts),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ObserveOpts {
+    /// One JSON object per line (kind "interval", and "total" at the end)
+    /// instead of tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Seconds between reports.
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    pub interval: f64,
+
+    /// Stop after SECS seconds (default: until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Only report these disks (e.g. nvme0n1; repeat or comma-separate).
+    /// Partitions count under their disk.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub device: Vec<String>,
+
+    /// How many of the busiest tasks to list.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub top: usize,
+
+    /// Use raw tracepoints even where tp_btf works (tests the fallback).
+    #[arg(long, hide = true)]
+    pub raw_tp: bool,
+
+    /// Start requests at block_rq_insert as on pre-6.5 kernels (tests the
+    /// fallback).
+    #[arg(long, hide = true)]
+    pub no_io_start: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -129,5 +169,21 @@ mod tests {
             opts.command,
             Some(Command::Topology { json: true })
         ));
+    }
+
+    #[test]
+    fn observe_options() {
+        let opts = Opts::try_parse_from([
+            "scx_esn", "observe", "--json", "--duration", "5", "--device", "vda,nvme0n1",
+        ])
+        .unwrap();
+        let Some(Command::Observe(o)) = opts.command else {
+            panic!("not observe");
+        };
+        assert!(o.json);
+        assert_eq!(o.interval, 1.0);
+        assert_eq!(o.duration, Some(5.0));
+        assert_eq!(o.device, ["vda", "nvme0n1"]);
+        assert_eq!(o.top, 5);
     }
 }

@@ -23,6 +23,11 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "bio_unknown_dev",
     "return_home",
     "io_preempt",
+    "rq_started",
+    "rq_completed",
+    "rq_untracked",
+    "rq_inflight_full",
+    "rq_requeued",
 ];
 
 pub type Counters = [u64; NAMES.len()];

@@ -5,10 +5,13 @@
 //! (`esn_topology`), what BPF is told about it (`plan`), the scheduler's
 //! life cycle (`sched`) and its counters (`counters`).
 
+mod blkobs;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod counters;
+mod observe;
+mod observe_skel;
 mod plan;
 mod sched;
 
@@ -84,14 +87,28 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
     let mut open_object = MaybeUninit::uninit();
     loop {
         // Re-read the topology on every (re)start: a CPU hotplug restarts us.
-        let plan = Plan::new(&discover(opts)?, opts.threshold)?;
-        let mut scheduler = sched::Scheduler::init(opts, plan, &mut open_object)?;
+        let topo = discover(opts)?;
+        let plan = Plan::new(&topo, opts.threshold)?;
+        let devices = blkobs::device_table(&topo);
+        let mut scheduler = sched::Scheduler::init(opts, plan, devices, &mut open_object)?;
         let exit = scheduler.run(&shutdown, stats_every)?;
         if !exit.should_restart() {
             return Ok(());
         }
         log::info!("the kernel asked for a restart (CPU hotplug?): reloading");
     }
+}
+
+fn run_observer(opts: &SchedOpts, observe_opts: &cli::ObserveOpts) -> Result<()> {
+    let topo = discover(opts)?;
+    let shutdown = sched::shutdown_flag()?;
+    observe::run(
+        &topo,
+        observe_opts,
+        opts.io_half_life_ms,
+        opts.verbose,
+        &shutdown,
+    )
 }
 
 fn main() -> ExitCode {
@@ -101,6 +118,7 @@ fn main() -> ExitCode {
     }
     let result = match opts.command {
         Some(Command::Topology { json }) => print_topology(&opts.sched, json),
+        Some(Command::Observe(ref observe_opts)) => run_observer(&opts.sched, observe_opts),
         None => run_scheduler(&opts.sched),
     };
     match result {

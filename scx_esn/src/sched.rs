@@ -17,21 +17,30 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use esn_stats::devt::DeviceTable;
+use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
+use esn_stats::snapshot::RawSnapshot;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{try_set_rlimit_infinity, UserExitInfo};
 
+use crate::blkobs::{self, BlkObsMaps, HookPrefs};
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
 use crate::counters::{self, Counters, NodeLoad};
 use crate::plan::Plan;
 
+/// How often requests that never completed are looked for.
+const INFLIGHT_AGING_EVERY: Duration = Duration::from_secs(5);
+
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     plan: Plan,
+    devices: DeviceTable,
 }
 
 /// libbpf's own messages go to our log. Its warnings (the verifier log on a
@@ -68,23 +77,31 @@ fn kconfig_opts(opts: &SchedOpts) -> Result<LibbpfOpts> {
     Ok(LibbpfOpts::default())
 }
 
+/// Send libbpf's messages to our log; -vv adds its debug output.
+pub fn route_libbpf_log(verbose: u8) {
+    libbpf_rs::set_print(Some((
+        if verbose > 1 {
+            libbpf_rs::PrintLevel::Debug
+        } else {
+            libbpf_rs::PrintLevel::Info
+        },
+        libbpf_to_log,
+    )));
+}
+
 impl<'a> Scheduler<'a> {
     pub fn init(
         opts: &SchedOpts,
         plan: Plan,
+        devices: DeviceTable,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         // Root here may lack CAP_SYS_RESOURCE; recent kernels charge BPF
         // memory to the cgroup, so a failure only warns.
         try_set_rlimit_infinity();
-        libbpf_rs::set_print(Some((
-            if opts.verbose > 1 {
-                libbpf_rs::PrintLevel::Debug
-            } else {
-                libbpf_rs::PrintLevel::Info
-            },
-            libbpf_to_log,
-        )));
+        route_libbpf_log(opts.verbose);
+        // Chosen before open: the request hooks load with the scheduler.
+        let hooks = blkobs::choose_hooks(&blkobs::probe_kernel(), HookPrefs::default())?;
 
         // Not obj_builder.debug(): debug(false) silences libbpf altogether.
         let builder = BpfSkelBuilder::default();
@@ -110,6 +127,8 @@ impl<'a> Scheduler<'a> {
             rodata.node_has_cpus[node] = has as u8;
             rodata.spill_order[node] = plan.spill_row(node);
         }
+
+        blkobs::apply_hooks(skel.open_object_mut(), &hooks, false);
 
         let mut skel = scx_ops_load!(skel, esn_ops, uei)?;
 
@@ -158,6 +177,7 @@ impl<'a> Scheduler<'a> {
             skel,
             link: Some(link),
             plan,
+            devices,
         })
     }
 
@@ -191,6 +211,26 @@ impl<'a> Scheduler<'a> {
             .collect()
     }
 
+    fn blkobs_maps(&self) -> BlkObsMaps<'_> {
+        BlkObsMaps {
+            inflight: &self.skel.maps.inflight,
+            io_hists: &self.skel.maps.io_hists,
+            node_io: &self.skel.maps.node_io,
+            task_io: &self.skel.maps.task_io,
+            stats: &self.skel.maps.stats,
+        }
+    }
+
+    /// The block I/O report `scx_esn observe` prints, from the scheduler's
+    /// own copy of the same BPF tables.
+    fn io_snapshot(&self, aged_out: u64) -> Result<RawSnapshot> {
+        self.blkobs_maps().snapshot(
+            self.plan.nr_nodes,
+            blkobs::object_cost(self.skel.object()),
+            aged_out,
+        )
+    }
+
     /// Run until `shutdown` is set or the kernel unloads the scheduler.
     pub fn run(
         &mut self,
@@ -198,9 +238,18 @@ impl<'a> Scheduler<'a> {
         stats_every: Option<Duration>,
     ) -> Result<UserExitInfo> {
         let mut last = self.read_counters()?;
+        let mut aged_out = 0;
+        let mut last_io = self.io_snapshot(aged_out)?;
         let mut next_stats = stats_every.map(|d| Instant::now() + d);
+        let mut next_aging = Instant::now() + INFLIGHT_AGING_EVERY;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             std::thread::sleep(Duration::from_millis(100));
+            if Instant::now() >= next_aging {
+                aged_out += self
+                    .blkobs_maps()
+                    .age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
+                next_aging += INFLIGHT_AGING_EVERY;
+            }
             if let (Some(at), Some(every)) = (next_stats, stats_every) {
                 if Instant::now() >= at {
                     let now = self.read_counters()?;
@@ -209,6 +258,19 @@ impl<'a> Scheduler<'a> {
                         counters::format_line(&counters::delta(&now, &last), &self.node_loads())
                     );
                     last = now;
+                    let io = self.io_snapshot(aged_out)?;
+                    let report = build_report(
+                        &last_io,
+                        &io,
+                        &self.devices,
+                        &ReportOptions {
+                            device_filter: Vec::new(),
+                            top_tasks: 5,
+                            kind: ReportKind::Interval,
+                        },
+                    );
+                    println!("{}", render_text(&report));
+                    last_io = io;
                     next_stats = Some(at + every);
                 }
             }

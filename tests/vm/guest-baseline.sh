@@ -7,7 +7,9 @@
 #     present and disabled;
 #   - the measurement works: bpftrace counts as many bios as fio issued, and
 #     fio pinned to node 0's CPUs submits >= 95 % of its bios from node 0;
-#   - the figures the scheduler has to beat: node shares of unpinned fio.
+#   - the figures the scheduler has to beat: node shares of unpinned fio;
+#   - scx_esn observe (no scheduler) calls node-0-pinned fio ~100 % remote
+#     and node-1-pinned fio ~100 % local, counting what bpftrace counts.
 # Environment: ESN_FIO_RUNTIME (s, default 15); ESN_BASELINE_MORE=1 also
 # measures 4 and 8 jobs.
 set -uo pipefail
@@ -90,19 +92,40 @@ tid_split fio 80
 check "EEVDF 2 jobs started on node 0, then free: node 1" info \
 	"$MB_PCT1 % of $MB_TOTAL bios after the first 4 s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS"
 
-# Pinned to node 0's CPUs: the measurement must say node 0.
+# observe's view of a pinned run, checked against bpftrace's bio count.
+# check_observe NAME WANT(local|remote)
+check_observe() {
+	local name=$1 want=$2 ok=0 pct
+	observe_stop || true
+	pct=$OBS_REMOTE_PCT
+	[[ $want == local ]] && pct=$(awk -v p="$OBS_REMOTE_PCT" 'BEGIN { print (p < 0) ? -1 : 100 - p }')
+	[[ $OBS_RC == 0 ]] && pct_ge "$pct" 95 && ok=1
+	check "observe $name: >= 95 % of nvme requests $want" "$ok" \
+		"$pct % $want of $OBS_REQS requests; latency $OBS_LAT; $OBS_NODES"
+	ok=$(awk -v a="$OBS_REQS" -v b="$MB_TOTAL" 'BEGIN { d = a - b; if (d < 0) d = -d; print (b > 100 && d <= 0.05 * b) ? 1 : 0 }')
+	check "observe $name: requests within 5 % of bpftrace's bios" "$ok" "observe $OBS_REQS, bpftrace $MB_TOTAL"
+}
+
+# Pinned to node 0's CPUs: the measurement must say node 0, and
+# scx_esn observe must call ~all of it remote to the NVMe on node 1.
 fio_randread_args "$dev" 2 "$runtime"
+obs=0
+observe_start "$dev" && obs=1
 measure_bios_during "$limit" -- taskset -c 0-1 "${FIO[@]}"
 issued=$(fio_issued)
 ok=0
 [[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT0" 95 && ok=1
 check "pinned 0-1: >= 95 % bios from node 0" "$ok" "$MB_PCT0 % ($MB_TOTAL bios, fio issued ${issued:-?}, IOPS=$(fio_iops), exit $MB_RC)"
+if ((obs)); then check_observe "pinned 0-1" remote; else check "observe pinned 0-1: starts" 0 "see the log"; fi
 
-# And pinned to node 1's CPUs: the measurement must say node 1.
+# And pinned to node 1's CPUs: node 1, and local for observe.
+obs=0
+observe_start "$dev" && obs=1
 measure_bios_during "$limit" -- taskset -c 2-3 "${FIO[@]}"
 ok=0
 [[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT1" 95 && ok=1
 check "pinned 2-3: >= 95 % bios from node 1" "$ok" "$MB_PCT1 % ($MB_TOTAL bios, IOPS=$(fio_iops), exit $MB_RC)"
+if ((obs)); then check_observe "pinned 2-3" local; else check "observe pinned 2-3: starts" 0 "see the log"; fi
 
 bio_trace_stop
 finish

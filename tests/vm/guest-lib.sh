@@ -18,6 +18,10 @@
 #   check NAME OK FIGURE           -> records a row of the summary; OK is 1/0
 #   summary_print                  -> prints the table, returns 1 if a row failed
 #
+#   observe_start DEV / observe_stop
+#                                  -> scx_esn observe --json on DEV in the
+#                                     background; observe_stop ends it (SIGINT)
+#                                     and sets OBS_* from its total report
 #   esn_save                       -> copies the working files to $ESN_OUTDIR
 #
 # Everything goes to stdout (the guest log). Files that are written while they
@@ -278,6 +282,70 @@ measure_bios_during() {
 		printf '    tid %-7s %-16s node0 %7d  node1 %7d  (%5.1f %% node1)\n' "$t" "$c" "$a" "$b" "$p"
 	done <"$MB_TIDFILE"
 	return 0
+}
+
+# --------------------------------------------------------- scx_esn observe --
+OBS_N=0
+OBS_PID=
+# observe_start DEV: starts `scx_esn observe --json` on DEV and waits until it
+# has attached (BPF loading is slow under TCG). Returns 1 if it did not.
+observe_start() {
+	local dev=$1 bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn} waited=0
+	OBS_N=$((OBS_N + 1))
+	OBS_OUT=$ESN_WORK/observe.$OBS_N.jsonl
+	OBS_ERR=$ESN_WORK/observe.$OBS_N.err
+	"$bin" observe --json --interval 5 --device "$(basename "$dev")" >"$OBS_OUT" 2>"$OBS_ERR" &
+	OBS_PID=$!
+	until grep -q "observing block I/O" "$OBS_ERR" 2>/dev/null; do
+		if ! kill -0 "$OBS_PID" 2>/dev/null || ((waited >= 240)); then
+			say "scx_esn observe did not start:"
+			sed 's/^/    /' "$OBS_ERR"
+			kill "$OBS_PID" 2>/dev/null
+			OBS_PID=
+			return 1
+		fi
+		sleep 0.5
+		waited=$((waited + 1))
+	done
+	say "scx_esn observe attached (pid $OBS_PID) on $dev"
+}
+
+# observe_stop: SIGINT to the observer, then its total report as
+#   OBS_RC OBS_REQS OBS_LOCAL OBS_REMOTE OBS_REMOTE_PCT (of local+remote)
+#   OBS_LAT ("local p50/p99 us | remote p50/p99 us", device read latency)
+#   OBS_NODES (per node: requests submitted and remote %)
+observe_stop() {
+	OBS_RC=-1 OBS_REQS=0 OBS_LOCAL=0 OBS_REMOTE=0 OBS_REMOTE_PCT=-1 OBS_LAT=- OBS_NODES=-
+	[[ -n $OBS_PID ]] || return 1
+	kill -INT "$OBS_PID"
+	wait "$OBS_PID"
+	OBS_RC=$?
+	OBS_PID=
+	local vars
+	vars=$(python3 - "$OBS_OUT" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+total = [l for l in lines if l["kind"] == "total"]
+if not total or not total[0]["devices"]:
+    sys.exit(1)
+t = total[0]
+d = t["devices"][0]
+def lat(loc):
+    e = [x for x in d["latency"] if x["locality"] == loc and x["op"] == "read" and x["kind"] == "device"]
+    if not e or e[0]["p50_us"] is None:
+        return "-"
+    return f"{e[0]['p50_us']:.0f}/{e[0]['p99_us']:.0f}"
+lr = d["local_reqs"] + d["remote_reqs"]
+pct = 100.0 * d["remote_reqs"] / lr if lr else -1
+nodes = " ".join(f"n{n['node']}:{n['reqs']}({100.0 * n['remote_reqs'] / n['reqs'] if n['reqs'] else 0:.0f}%remote)"
+                 for n in t["nodes"])
+print(f"OBS_REQS={d['reqs']} OBS_LOCAL={d['local_reqs']} OBS_REMOTE={d['remote_reqs']} "
+      f"OBS_REMOTE_PCT={pct:.1f} OBS_LAT='local {lat('local')} | remote {lat('remote')} us' "
+      f"OBS_NODES='{nodes}'")
+PY
+) || { say "observe: no total report in $OBS_OUT"; return 1; }
+	eval "$vars"
+	say "observe: $OBS_REQS requests, local $OBS_LOCAL, remote $OBS_REMOTE ($OBS_REMOTE_PCT %), latency $OBS_LAT; nodes $OBS_NODES (exit $OBS_RC)"
 }
 
 # Threads of COMM in MB_TIDFILE with at least MIN_SHARE % of the bios, and how

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The userspace half of blk-mq observation (bpf/blkobs.bpf.h), shared by
+//! the scheduler and `scx_esn observe`.
+//!
+//! ```text
+//!  kernel BTF ─► choose_hooks() ─► autoload one program per tracepoint
+//!  topology   ─► device_table() ─► dev_home_node map (locality in BPF)
+//!  BPF maps   ─► BlkObsMaps::snapshot() ─► esn_stats::RawSnapshot
+//!                BlkObsMaps::age_inflight() drops requests that never
+//!                completed (a lost completion must not fill the table)
+//! ```
+//!
+//! Both skeletons carry the same maps and programs (the header is included
+//! by both objects), so everything here works on `&dyn MapCore` and on
+//! program names, never on one skeleton's generated types.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use anyhow::{Context, Result};
+use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
+use esn_stats::snapshot::{
+    comm_from_bytes, BpfCost, IoCounters, IoKey, Locality, NodeIo, Op, RawSnapshot, TaskIo,
+};
+use esn_stats::hist::{LatHist, LAT_SLOTS};
+use esn_topology::Topology;
+use libbpf_rs::{MapCore, MapFlags};
+
+use crate::bpf_intf;
+use crate::counters::sum_percpu;
+
+/// A request in flight longer than this lost its completion (or was freed
+/// without one) and is dropped from the table. Far above any real I/O
+/// latency, including SCSI/NVMe timeouts with their retries.
+pub const INFLIGHT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The request tracepoints blkobs.bpf.h hooks, in the order it defines them.
+/// Each has a tp_btf program `esn_<tp>` and a raw_tp twin `esn_<tp>_raw`.
+pub const RQ_TRACEPOINTS: [&str; 6] = [
+    "block_io_start",
+    "block_rq_insert",
+    "block_rq_issue",
+    "block_rq_requeue",
+    "block_rq_merge",
+    "block_rq_complete",
+];
+
+/// What the running kernel offers, probed from its BTF.
+#[derive(Debug, Clone, Default)]
+pub struct KernelHooks {
+    /// Tracepoints with a `btf_trace_<name>` type: tp_btf can attach.
+    pub btf_tracepoints: Vec<String>,
+    /// Tracepoints present at all (tracefs), for the raw_tp fallback.
+    pub tracepoints: Vec<String>,
+}
+
+/// How to hook the request tracepoints; the overrides exist to test the
+/// fallbacks on a kernel that does not need them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HookPrefs {
+    pub force_raw_tp: bool,
+    pub no_io_start: bool,
+}
+
+/// The programs to load, by name, and a note for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookChoice {
+    pub programs: Vec<String>,
+    pub start_point: &'static str,
+    pub raw_tp: Vec<String>,
+}
+
+/// Pick one program per usable tracepoint. block_io_start (6.5+) is the
+/// request's start in its submitter's context; without it block_rq_insert
+/// is the nearest point (requests issued directly then show no queue time).
+pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice> {
+    let has = |tp: &str| {
+        kernel.btf_tracepoints.iter().any(|t| t == tp) || kernel.tracepoints.iter().any(|t| t == tp)
+    };
+    let mut wanted: Vec<&str> = Vec::new();
+    let start_point = if has("block_io_start") && !prefs.no_io_start {
+        wanted.push("block_io_start");
+        "block_io_start"
+    } else {
+        wanted.push("block_rq_insert");
+        "block_rq_insert"
+    };
+    wanted.extend(["block_rq_issue", "block_rq_requeue", "block_rq_merge", "block_rq_complete"]);
+
+    let mut programs = Vec::new();
+    let mut raw_tp = Vec::new();
+    for tp in wanted {
+        if !has(tp) {
+            if matches!(tp, "block_rq_issue" | "block_rq_complete" | "block_rq_insert") {
+                anyhow::bail!(
+                    "the kernel has no {tp} tracepoint, which block I/O tracking needs \
+                     (CONFIG_BLOCK and CONFIG_TRACEPOINTS)"
+                );
+            }
+            // requeue and merge only keep the table exact; aging covers them.
+            log::warn!("no {tp} tracepoint: requests merged or requeued age out instead");
+            continue;
+        }
+        if prefs.force_raw_tp || !kernel.btf_tracepoints.iter().any(|t| t == tp) {
+            programs.push(format!("esn_{tp}_raw"));
+            raw_tp.push(tp.to_string());
+        } else {
+            programs.push(format!("esn_{tp}"));
+        }
+    }
+    Ok(HookChoice {
+        programs,
+        start_point,
+        raw_tp,
+    })
+}
+
+/// Probe the running kernel: BTF typedefs for tp_btf, tracefs for raw_tp.
+pub fn probe_kernel() -> KernelHooks {
+    let mut hooks = KernelHooks::default();
+    match libbpf_rs::btf::Btf::from_vmlinux() {
+        Ok(btf) => {
+            for tp in RQ_TRACEPOINTS {
+                let name = format!("btf_trace_{tp}");
+                if btf
+                    .type_by_name::<libbpf_rs::btf::types::Typedef>(&name)
+                    .is_some()
+                {
+                    hooks.btf_tracepoints.push(tp.to_string());
+                }
+            }
+        }
+        Err(err) => log::warn!("no kernel BTF ({err}): using raw tracepoints"),
+    }
+    for base in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        for tp in RQ_TRACEPOINTS {
+            if std::path::Path::new(&format!("{base}/events/block/{tp}")).exists()
+                && !hooks.tracepoints.iter().any(|t| t == tp)
+            {
+                hooks.tracepoints.push(tp.to_string());
+            }
+        }
+    }
+    hooks
+}
+
+/// The attribution program of iotrace.bpf.h, which observe also runs.
+pub const BIO_HOOK: &str = "esn_bio_queue";
+
+/// Names of every program blkobs.bpf.h defines (both variants).
+pub fn all_blkobs_programs() -> impl Iterator<Item = String> {
+    RQ_TRACEPOINTS
+        .iter()
+        .flat_map(|tp| [format!("esn_{tp}"), format!("esn_{tp}_raw")])
+}
+
+/// Disable autoload for every blkobs program not in @choice. With
+/// @only_blkobs, also for every other program but the bio attribution hook:
+/// the observer's object carries helper programs from the scx headers that
+/// need sched_ext.
+pub fn apply_hooks(object: &mut libbpf_rs::OpenObject, choice: &HookChoice, only_blkobs: bool) {
+    let ours: Vec<String> = all_blkobs_programs().collect();
+    for mut prog in object.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        let keep = if ours.contains(&name) {
+            choice.programs.contains(&name)
+        } else {
+            !only_blkobs || name == BIO_HOOK
+        };
+        if !keep {
+            prog.set_autoload(false);
+        }
+    }
+}
+
+/// The node a device's requests count as local to. A machine with a single
+/// node has nothing remote, whatever sysfs says about the device.
+pub fn effective_node(topo: &Topology, home: Option<u32>) -> Option<u32> {
+    match (home, topo.nodes.as_slice()) {
+        (Some(node), _) => Some(node),
+        (None, [only]) => Some(only.id),
+        _ => None,
+    }
+}
+
+/// Disks (partitions fold into them) with the node their I/O is local to.
+pub fn device_table(topo: &Topology) -> DeviceTable {
+    DeviceTable::new(
+        topo.devices
+            .iter()
+            .map(|d| DeviceInfo {
+                name: d.name.clone(),
+                dev: DevT::new(d.major, d.minor),
+                node: effective_node(topo, d.home_node),
+                partitions: d
+                    .partitions
+                    .iter()
+                    .map(|p| DevT::new(p.major, p.minor))
+                    .collect(),
+            })
+            .collect(),
+    )
+}
+
+/// Tell BPF each disk's node, for the local/remote split.
+pub fn register_devices(dev_home_node: &dyn MapCore, devices: &DeviceTable) -> Result<usize> {
+    let mut n = 0;
+    for dev in devices.devices() {
+        let Some(node) = dev.node else { continue };
+        dev_home_node
+            .update(&dev.dev.0.to_ne_bytes(), &[node as u8], MapFlags::ANY)
+            .with_context(|| format!("registering device {}", dev.name))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The maps blkobs.bpf.h defines, borrowed from either skeleton.
+pub struct BlkObsMaps<'a> {
+    pub inflight: &'a dyn MapCore,
+    pub io_hists: &'a dyn MapCore,
+    pub node_io: &'a dyn MapCore,
+    pub task_io: &'a dyn MapCore,
+    pub stats: &'a dyn MapCore,
+}
+
+/// A plain C value of a map, copied out of its bytes; a size mismatch (an
+/// intf.h change without a rebuild) fails loudly instead of misreading.
+fn read_pod<T: Copy>(bytes: &[u8]) -> Result<T> {
+    anyhow::ensure!(
+        bytes.len() == std::mem::size_of::<T>(),
+        "BPF map value of {} bytes, expected {}",
+        bytes.len(),
+        std::mem::size_of::<T>()
+    );
+    // SAFETY: T is a bindgen-generated C struct of integers (every bit
+    // pattern valid) and bytes holds exactly size_of::<T>() bytes.
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+fn lat_hist(slots: &[u64], count: u64, sum_ns: u64) -> LatHist {
+    let mut h = LatHist {
+        count,
+        sum_ns,
+        ..Default::default()
+    };
+    for (dst, src) in h.slots.iter_mut().zip(slots.iter().take(LAT_SLOTS)) {
+        *dst = *src;
+    }
+    h
+}
+
+/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// run_time_ns and run_cnt of a loaded program, from its fdinfo (filled
+/// while kernel.bpf_stats_enabled is 1).
+pub fn prog_cost(fd: i32) -> BpfCost {
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    BpfCost {
+        run_time_ns: field("run_time_ns:"),
+        run_cnt: field("run_cnt:"),
+    }
+}
+
+/// Summed cost of the loaded blkobs programs (and the bio attribution hook,
+/// which observe mode also runs) of an object.
+pub fn object_cost(object: &libbpf_rs::Object) -> BpfCost {
+    let ours: Vec<String> = all_blkobs_programs()
+        .chain(std::iter::once(BIO_HOOK.to_string()))
+        .collect();
+    let mut cost = BpfCost::default();
+    for prog in object.progs() {
+        if !ours.contains(&prog.name().to_string_lossy().into_owned()) {
+            continue;
+        }
+        let c = prog_cost(prog.as_fd().as_raw_fd());
+        cost.run_time_ns += c.run_time_ns;
+        cost.run_cnt += c.run_cnt;
+    }
+    cost
+}
+
+impl BlkObsMaps<'_> {
+    fn stat(&self, idx: u32) -> Result<u64> {
+        let values = self
+            .stats
+            .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the stats map")?
+            .unwrap_or_default();
+        Ok(sum_percpu(&values))
+    }
+
+    /// One consistent-enough read of every table (each map is read once;
+    /// counters only grow, so deltas between reads stay meaningful).
+    pub fn snapshot(&self, nr_nodes: u32, cost: BpfCost, aged_out: u64) -> Result<RawSnapshot> {
+        let mut snap = RawSnapshot {
+            at_ns: monotonic_ns(),
+            cost,
+            aged_out,
+            ..Default::default()
+        };
+
+        for key in self.io_hists.keys() {
+            let Some(value) = self.io_hists.lookup(&key, MapFlags::ANY)? else {
+                continue; // deleted between keys() and lookup()
+            };
+            let k: bpf_intf::esn_io_key = read_pod(&key)?;
+            let v: bpf_intf::esn_io_hist = read_pod(&value)?;
+            let (Some(locality), Some(op)) = (Locality::from_raw(k.locality), Op::from_raw(k.op))
+            else {
+                continue;
+            };
+            let q = bpf_intf::esn_lat_kind_ESN_LAT_QUEUE as usize;
+            let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
+            snap.io.insert(
+                IoKey {
+                    dev: DevT(k.dev),
+                    locality,
+                    op,
+                },
+                IoCounters {
+                    reqs: v.reqs,
+                    bytes: v.bytes,
+                    cross_completions: v.cross_completions,
+                    queue: lat_hist(&v.slots[q], v.lat_cnt[q], v.lat_sum_ns[q]),
+                    device: lat_hist(&v.slots[d], v.lat_cnt[d], v.lat_sum_ns[d]),
+                },
+            );
+        }
+
+        for node in 0..nr_nodes {
+            let Some(value) = self.node_io.lookup(&node.to_ne_bytes(), MapFlags::ANY)? else {
+                continue;
+            };
+            let v: bpf_intf::esn_node_io = read_pod(&value)?;
+            snap.nodes.insert(
+                node,
+                NodeIo {
+                    reqs: v.reqs,
+                    bytes: v.bytes,
+                    remote_reqs: v.remote_reqs,
+                    remote_bytes: v.remote_bytes,
+                    completions: v.completions,
+                    cross_completions: v.cross_completions,
+                },
+            );
+        }
+
+        for key in self.task_io.keys() {
+            let Some(value) = self.task_io.lookup(&key, MapFlags::ANY)? else {
+                continue;
+            };
+            let tid = u32::from_ne_bytes(key[..4].try_into().context("task_io key")?);
+            let v: bpf_intf::esn_task_io = read_pod(&value)?;
+            let comm: Vec<u8> = v.comm.iter().map(|&c| c as u8).collect();
+            snap.tasks.insert(
+                tid,
+                TaskIo {
+                    tid,
+                    tgid: v.tgid,
+                    comm: comm_from_bytes(&comm),
+                    reqs: v.reqs,
+                    bytes: v.bytes,
+                    remote_reqs: v.remote_reqs,
+                    last_node: (v.last_node as u32 != bpf_intf::ESN_NO_NODE)
+                        .then_some(v.last_node as u32),
+                    dominant_dev: (v.vote_weight > 0).then_some(DevT(v.vote_dev)),
+                    io_score: v.io_score,
+                },
+            );
+        }
+
+        snap.started = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_STARTED)?;
+        snap.completed = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_COMPLETED)?;
+        snap.untracked = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_UNTRACKED)?;
+        snap.inflight_full = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_INFLIGHT_FULL)?;
+        Ok(snap)
+    }
+
+    /// Delete requests in flight for longer than @max_age_ns: their
+    /// completion was missed (attached mid-flight, a lost event, a request
+    /// freed without completing). Returns how many were dropped.
+    pub fn age_inflight(&self, max_age_ns: u64) -> Result<u64> {
+        let now = monotonic_ns();
+        let mut stale = Vec::new();
+        for key in self.inflight.keys() {
+            let Some(value) = self.inflight.lookup(&key, MapFlags::ANY)? else {
+                continue;
+            };
+            // struct blkobs_rq starts with start_ns, issue_ns.
+            let start = u64::from_ne_bytes(value[0..8].try_into().context("inflight value")?);
+            let issue = u64::from_ne_bytes(value[8..16].try_into().context("inflight value")?);
+            if now.saturating_sub(start.max(issue)) > max_age_ns {
+                stale.push(key);
+            }
+        }
+        let mut dropped = 0;
+        for key in stale {
+            // Already completed meanwhile: nothing to drop.
+            if self.inflight.delete(&key).is_ok() {
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(btf: &[&str], tracefs: &[&str]) -> KernelHooks {
+        KernelHooks {
+            btf_tracepoints: btf.iter().map(|s| s.to_string()).collect(),
+            tracepoints: tracefs.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn modern_kernel_uses_tp_btf_and_io_start() {
+        let k = kernel(&RQ_TRACEPOINTS, &RQ_TRACEPOINTS);
+        let c = choose_hooks(&k, HookPrefs::default()).unwrap();
+        assert_eq!(c.start_point, "block_io_start");
+        assert_eq!(
+            c.programs,
+            [
+                "esn_block_io_start",
+                "esn_block_rq_issue",
+                "esn_block_rq_requeue",
+                "esn_block_rq_merge",
+                "esn_block_rq_complete"
+            ]
+        );
+        assert!(c.raw_tp.is_empty());
+    }
+
+    #[test]
+    fn pre_6_5_kernel_starts_at_insert() {
+        let old: Vec<&str> = RQ_TRACEPOINTS[1..].to_vec();
+        let c = choose_hooks(&kernel(&old, &old), HookPrefs::default()).unwrap();
+        assert_eq!(c.start_point, "block_rq_insert");
+        assert_eq!(c.programs[0], "esn_block_rq_insert");
+    }
+
+    #[test]
+    fn missing_btf_falls_back_to_raw_tp_per_tracepoint() {
+        let c = choose_hooks(
+            &kernel(&["block_rq_issue"], &RQ_TRACEPOINTS),
+            HookPrefs::default(),
+        )
+        .unwrap();
+        assert!(c.programs.contains(&"esn_block_rq_issue".to_string()));
+        assert!(c.programs.contains(&"esn_block_io_start_raw".to_string()));
+        assert!(c.programs.contains(&"esn_block_rq_complete_raw".to_string()));
+        assert_eq!(c.raw_tp.len(), 4);
+    }
+
+    #[test]
+    fn forced_fallbacks() {
+        let k = kernel(&RQ_TRACEPOINTS, &RQ_TRACEPOINTS);
+        let c = choose_hooks(
+            &k,
+            HookPrefs {
+                force_raw_tp: true,
+                no_io_start: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(c.start_point, "block_rq_insert");
+        assert!(c.programs.iter().all(|p| p.ends_with("_raw")), "{c:?}");
+    }
+
+    #[test]
+    fn no_completion_tracepoint_is_an_error_that_says_why() {
+        let k = kernel(&["block_io_start", "block_rq_issue"], &[]);
+        let err = choose_hooks(&k, HookPrefs::default()).unwrap_err();
+        assert!(err.to_string().contains("block_rq_complete"), "{err}");
+    }
+
+    #[test]
+    fn program_names_cover_both_variants() {
+        let all: Vec<String> = all_blkobs_programs().collect();
+        assert_eq!(all.len(), 12);
+        assert!(all.contains(&"esn_block_rq_merge_raw".to_string()));
+    }
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `scx_esn observe`: block I/O observation without the scheduler.
+//!
+//! ```text
+//!  topology ─► rodata (CPU -> node) ─► hooks chosen from kernel BTF ─► load
+//!  ─► dev_home_node ─► attach ─► every --interval:
+//!        snapshot ─► delta vs the previous one ─► text or one JSON line
+//!        age out requests in flight too long
+//!  ─► at --duration or SIGINT/SIGTERM: a "total" report since start, exit 0
+//! ```
+//!
+//! Needs root (BPF) and a kernel with BTF (5.11+), not sched_ext.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use esn_stats::devt::{DevT, DeviceTable};
+use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
+use esn_stats::snapshot::RawSnapshot;
+use esn_topology::Topology;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::OpenObject;
+use log::{info, warn};
+
+use crate::blkobs::{self, BlkObsMaps, HookPrefs};
+use crate::cli::ObserveOpts;
+use crate::observe_skel::*;
+use crate::plan::Plan;
+
+/// Resolve --device names against the topology, failing on a typo rather
+/// than printing nothing forever.
+pub fn device_filter(devices: &DeviceTable, names: &[String]) -> Result<Vec<DevT>> {
+    names
+        .iter()
+        .map(|name| {
+            devices.by_name(name).map(|d| d.dev).with_context(|| {
+                let known: Vec<&str> = devices.devices().iter().map(|d| d.name.as_str()).collect();
+                format!(
+                    "--device {name}: no such disk (known: {}); give a whole-disk name \
+                     from `scx_esn topology`",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )
+            })
+        })
+        .collect()
+}
+
+fn positive_secs(flag: &str, secs: f64) -> Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        bail!("{flag} {secs}: give a positive number of seconds");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub fn run(
+    topo: &Topology,
+    opts: &ObserveOpts,
+    io_half_life_ms: u64,
+    verbose: u8,
+    shutdown: &AtomicBool,
+) -> Result<()> {
+    let interval = positive_secs("--interval", opts.interval)?;
+    let duration = opts
+        .duration
+        .map(|d| positive_secs("--duration", d))
+        .transpose()?;
+    let devices = blkobs::device_table(topo);
+    let filter = device_filter(&devices, &opts.device)?;
+    // The same CPU -> node map the scheduler uses; thresholds do not matter.
+    let plan = Plan::new(topo, None)?;
+
+    crate::sched::route_libbpf_log(verbose);
+    scx_utils::try_set_rlimit_infinity();
+    let hooks = blkobs::choose_hooks(
+        &blkobs::probe_kernel(),
+        HookPrefs {
+            force_raw_tp: opts.raw_tp,
+            no_io_start: opts.no_io_start,
+        },
+    )?;
+    info!(
+        "tracking requests from {} ({} raw tracepoint(s))",
+        hooks.start_point,
+        hooks.raw_tp.len()
+    );
+
+    let mut open_object = MaybeUninit::<OpenObject>::uninit();
+    let mut open = ObserveSkelBuilder::default()
+        .open(&mut open_object)
+        .context("opening the BPF observer")?;
+    {
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("BPF object has no rodata")?;
+        rodata.nr_nodes = plan.nr_nodes;
+        rodata.io_half_life_ns = io_half_life_ms * 1_000_000;
+        for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
+            *slot = node;
+        }
+    }
+    blkobs::apply_hooks(open.open_object_mut(), &hooks, true);
+    let mut skel = open.load().context(
+        "loading the BPF observer failed (run as root on a kernel with BTF, 5.11 or later; \
+         -v shows libbpf's verifier log)",
+    )?;
+    let registered = blkobs::register_devices(&skel.maps.dev_home_node, &devices)?;
+    if registered == 0 {
+        warn!("no block device with a known NUMA node: every request counts as locality unknown");
+    }
+    skel.attach().context("attaching the block tracepoints")?;
+    info!("observing block I/O; {registered} device(s) with a home node");
+
+    let maps = BlkObsMaps {
+        inflight: &skel.maps.inflight,
+        io_hists: &skel.maps.io_hists,
+        node_io: &skel.maps.node_io,
+        task_io: &skel.maps.task_io,
+        stats: &skel.maps.stats,
+    };
+    let cost = || blkobs::object_cost(skel.object());
+    let started = Instant::now();
+    let mut aged_out = 0u64;
+    let first = maps.snapshot(plan.nr_nodes, cost(), aged_out)?;
+    let mut prev = first.clone();
+    let mut next = started + interval;
+    let report_opts = |kind| ReportOptions {
+        device_filter: filter.clone(),
+        top_tasks: opts.top,
+        kind,
+    };
+
+    loop {
+        let deadline = duration.map(|d| started + d);
+        let wake = deadline.map_or(next, |d| d.min(next));
+        while Instant::now() < wake && !shutdown.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50).min(wake - Instant::now().min(wake)));
+        }
+        let finished = shutdown.load(Ordering::Relaxed)
+            || deadline.is_some_and(|d| Instant::now() >= d);
+        aged_out += maps.age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
+        let cur = maps.snapshot(plan.nr_nodes, cost(), aged_out)?;
+        if Instant::now() >= next {
+            emit(&prev, &cur, &devices, &report_opts(ReportKind::Interval), opts.json);
+            prev = cur.clone();
+            next += interval;
+        }
+        if finished {
+            emit(&first, &cur, &devices, &report_opts(ReportKind::Total), opts.json);
+            return Ok(());
+        }
+    }
+}
+
+fn emit(
+    prev: &RawSnapshot,
+    cur: &RawSnapshot,
+    devices: &DeviceTable,
+    opts: &ReportOptions,
+    json: bool,
+) {
+    let report = build_report(prev, cur, devices, opts);
+    if json {
+        match serde_json::to_string(&report) {
+            Ok(line) => println!("{line}"),
+            Err(err) => warn!("cannot serialise the report: {err}"),
+        }
+    } else {
+        println!("{}", render_text(&report));
+    }
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# `scx_esn observe` on the host kernel, for real: fio does direct 4k random
+# reads on a file of the disk under the build tree while observe watches that
+# disk, and observe's totals are checked against fio's own figures:
+#   - read requests counted within 5 % of the I/Os fio issued;
+#   - device latency p50 and p99 present, non-zero, p50 <= p99;
+#   - the top task is fio's job process, with about fio's I/O count.
+# Run once per way of hooking the kernel: tp_btf from block_io_start (the
+# default on 6.5+), raw tracepoints, and starting at block_rq_insert.
+#
+# Usage: tests/host/observe.sh [SECONDS]   (root; needs fio and python3)
+# Environment: ESN_BIN (default target/release/scx_esn).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${ESN_BIN:-$repo/target/release/scx_esn}
+runtime=${1:-8}
+work=$repo/build/host-test
+mkdir -p "$work"
+
+die() { echo "observe host test: $*" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || die "needs root (BPF)"
+[[ -x $bin ]] || die "no binary at $bin: run make build"
+command -v fio >/dev/null || die "fio is missing (apt-get install fio)"
+command -v python3 >/dev/null || die "python3 is missing"
+
+# The whole disk holding the work directory.
+source=$(findmnt -no SOURCE -T "$work")
+[[ -b $source ]] || die "$work is on $source, not a block device: run from a disk-backed checkout"
+disk=$(lsblk -no PKNAME "$source" | head -n1)
+[[ -n $disk ]] || disk=$(basename "$source")
+echo "observe host test: fio on $work ($source, disk $disk), ${runtime}s per mode"
+
+file=$work/fio.dat
+# Lay the file out first, so its writes are not part of the measurement.
+fio --name=layout --filename="$file" --size=128M --rw=write --bs=1M \
+	--direct=1 --output=/dev/null
+
+fail=0
+run_mode() { # NAME [observe flags]
+	local name=$1
+	shift
+	local out=$work/observe-$name.jsonl err=$work/observe-$name.err
+	local fio_json=$work/fio-$name.json
+	"$bin" observe --json --interval 1 --duration $((runtime + 30)) \
+		--device "$disk" --top 3 "$@" >"$out" 2>"$err" &
+	local obs=$!
+	local waited=0
+	until grep -q "observing block I/O" "$err" 2>/dev/null; do
+		if ! kill -0 "$obs" 2>/dev/null || ((waited >= 60)); then
+			echo "FAIL $name: observe did not start"
+			cat "$err"
+			fail=1
+			kill "$obs" 2>/dev/null || true
+			wait "$obs" 2>/dev/null || true
+			return
+		fi
+		sleep 0.5
+		waited=$((waited + 1))
+	done
+
+	fio --name="obs-$name" --filename="$file" --size=128M --direct=1 \
+		--rw=randread --bs=4k --ioengine=psync --numjobs=1 --time_based \
+		--runtime="$runtime" --output-format=json --output="$fio_json" &
+	local fio_pid=$!
+	sleep 2
+	# fio forks its job processes: remember them to recognise the top task.
+	local pids
+	pids="$fio_pid $(pgrep -P "$fio_pid" | xargs)"
+	wait "$fio_pid"
+	sleep 1
+	kill -INT "$obs"
+	local rc=0
+	wait "$obs" || rc=$?
+	if ((rc != 0)); then
+		echo "FAIL $name: observe exited $rc after SIGINT"
+		cat "$err"
+		fail=1
+		return
+	fi
+	python3 - "$name" "$out" "$fio_json" "$disk" "$pids" <<'EOF' || fail=1
+import json, sys
+name, out, fio_json, disk, pids = sys.argv[1:]
+pids = {int(p) for p in pids.split()}
+lines = [json.loads(l) for l in open(out) if l.strip()]
+totals = [l for l in lines if l["kind"] == "total"]
+intervals = [l for l in lines if l["kind"] == "interval"]
+fio = json.load(open(fio_json))
+issued = sum(j["read"]["total_ios"] for j in fio["jobs"])
+ok = True
+def check(what, cond, figure):
+    global ok
+    print(f"{'PASS' if cond else 'FAIL'} {name}: {what}: {figure}")
+    ok = ok and cond
+check("one total report after SIGINT", len(totals) == 1, f"{len(totals)} total, {len(intervals)} interval lines")
+if not totals:
+    sys.exit(1)
+t = totals[0]
+devs = [d for d in t["devices"] if d["name"] == disk]
+check(f"device {disk} reported", len(devs) == 1, [d["name"] for d in t["devices"]])
+if not devs:
+    sys.exit(1)
+d = devs[0]
+reads = d["reqs_by_op"].get("read", 0)
+check("read requests within 5 % of fio's I/Os", issued > 100 and abs(reads - issued) <= 0.05 * issued,
+      f"observe {reads}, fio {issued}")
+lat = [l for l in d["latency"] if l["op"] == "read" and l["kind"] == "device"]
+p50 = max((l["p50_us"] or 0) for l in lat) if lat else 0
+p99 = max((l["p99_us"] or 0) for l in lat) if lat else 0
+check("device read latency p50 <= p99, non-zero", lat and 0 < p50 <= p99,
+      f"p50 {p50:.1f} us, p99 {p99:.1f} us")
+tasks = t["tasks"]
+top = tasks[0] if tasks else None
+check("top task is fio's job", top is not None and top["tgid"] in pids and top["comm"].startswith("fio"),
+      f"top {top and (top['tid'], top['comm'], top['reqs'])}, fio pids {sorted(pids)}")
+if top:
+    check("top task's requests within 5 % of fio's I/Os", abs(top["reqs"] - issued) <= 0.05 * issued,
+          f"{top['reqs']} vs {issued}")
+busy = [i for i in intervals if any(x["name"] == disk and (x["iops"] or 0) > 0 for x in i["devices"])]
+check("interval reports show IOPS", len(busy) >= 2, f"{len(busy)} intervals with IOPS > 0")
+print(f"     {name}: IOPS fio {fio['jobs'][0]['read']['iops']:.0f}; "
+      f"bpf {t['bpf']['run_cnt']} runs, {t['bpf']['ns_per_event']} ns/run; tracking {t['tracking']}")
+sys.exit(0 if ok else 1)
+EOF
+}
+
+run_mode tp_btf
+run_mode raw_tp --raw-tp
+run_mode insert --no-io-start
+rm -f "$file"
+if ((fail)); then
+	echo "observe host test: FAILED (outputs in $work)"
+	exit 1
+fi
+echo "observe host test: all modes PASS"
