@@ -18,10 +18,10 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
 use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
+use esn_stats::hist::{LatHist, LAT_SLOTS};
 use esn_stats::snapshot::{
     comm_from_bytes, BpfCost, IoCounters, IoKey, Locality, NodeIo, Op, RawSnapshot, TaskIo,
 };
-use esn_stats::hist::{LatHist, LAT_SLOTS};
 use esn_topology::Topology;
 use libbpf_rs::{MapCore, MapFlags};
 
@@ -84,13 +84,21 @@ pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice
         wanted.push("block_rq_insert");
         "block_rq_insert"
     };
-    wanted.extend(["block_rq_issue", "block_rq_requeue", "block_rq_merge", "block_rq_complete"]);
+    wanted.extend([
+        "block_rq_issue",
+        "block_rq_requeue",
+        "block_rq_merge",
+        "block_rq_complete",
+    ]);
 
     let mut programs = Vec::new();
     let mut raw_tp = Vec::new();
     for tp in wanted {
         if !has(tp) {
-            if matches!(tp, "block_rq_issue" | "block_rq_complete" | "block_rq_insert") {
+            if matches!(
+                tp,
+                "block_rq_issue" | "block_rq_complete" | "block_rq_insert"
+            ) {
                 anyhow::bail!(
                     "the kernel has no {tp} tracepoint, which block I/O tracking needs \
                      (CONFIG_BLOCK and CONFIG_TRACEPOINTS)"
@@ -465,7 +473,9 @@ mod tests {
         .unwrap();
         assert!(c.programs.contains(&"esn_block_rq_issue".to_string()));
         assert!(c.programs.contains(&"esn_block_io_start_raw".to_string()));
-        assert!(c.programs.contains(&"esn_block_rq_complete_raw".to_string()));
+        assert!(c
+            .programs
+            .contains(&"esn_block_rq_complete_raw".to_string()));
         assert_eq!(c.raw_tp.len(), 4);
     }
 

@@ -174,7 +174,13 @@ mod tests {
     #[test]
     fn observe_options() {
         let opts = Opts::try_parse_from([
-            "scx_esn", "observe", "--json", "--duration", "5", "--device", "vda,nvme0n1",
+            "scx_esn",
+            "observe",
+            "--json",
+            "--duration",
+            "5",
+            "--device",
+            "vda,nvme0n1",
         ])
         .unwrap();
         let Some(Command::Observe(o)) = opts.command else {

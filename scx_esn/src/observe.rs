@@ -143,17 +143,29 @@ pub fn run(
         while Instant::now() < wake && !shutdown.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(50).min(wake - Instant::now().min(wake)));
         }
-        let finished = shutdown.load(Ordering::Relaxed)
-            || deadline.is_some_and(|d| Instant::now() >= d);
+        let finished =
+            shutdown.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
         aged_out += maps.age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
         let cur = maps.snapshot(plan.nr_nodes, cost(), aged_out)?;
         if Instant::now() >= next {
-            emit(&prev, &cur, &devices, &report_opts(ReportKind::Interval), opts.json);
+            emit(
+                &prev,
+                &cur,
+                &devices,
+                &report_opts(ReportKind::Interval),
+                opts.json,
+            );
             prev = cur.clone();
             next += interval;
         }
         if finished {
-            emit(&first, &cur, &devices, &report_opts(ReportKind::Total), opts.json);
+            emit(
+                &first,
+                &cur,
+                &devices,
+                &report_opts(ReportKind::Total),
+                opts.json,
+            );
             return Ok(());
         }
     }
@@ -173,6 +185,6 @@ fn emit(
             Err(err) => warn!("cannot serialise the report: {err}"),
         }
     } else {
-        println!("{}", render_text(&report));
+        print!("{}", render_text(&report));
     }
 }

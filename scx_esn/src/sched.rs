@@ -269,7 +269,7 @@ impl<'a> Scheduler<'a> {
                             kind: ReportKind::Interval,
                         },
                     );
-                    println!("{}", render_text(&report));
+                    print!("{}", render_text(&report));
                     last_io = io;
                     next_stats = Some(at + every);
                 }

@@ -4,8 +4,11 @@
 # `scx_esn observe` on the host kernel, for real: fio does direct 4k random
 # reads on a file of the disk under the build tree while observe watches that
 # disk, and observe's totals are checked against fio's own figures:
-#   - read requests counted within 5 % of the I/Os fio issued;
-#   - device latency p50 and p99 present, non-zero, p50 <= p99;
+#   - the requests charged to fio's processes within 5 % of the I/Os fio
+#     issued, and the disk's read count at least 95 % of it (other readers
+#     of the disk can only add);
+#   - device latency p50 and p99 present, non-zero, p50 <= p99, and p50
+#     within 3x of fio's completion latency p50 (log2 buckets);
 #   - the top task is fio's job process, with about fio's I/O count.
 # Run once per way of hooking the kernel: tp_btf from block_io_start (the
 # default on 6.5+), raw tracepoints, and starting at block_rq_insert.
@@ -45,7 +48,7 @@ run_mode() { # NAME [observe flags]
 	local out=$work/observe-$name.jsonl err=$work/observe-$name.err
 	local fio_json=$work/fio-$name.json
 	"$bin" observe --json --interval 1 --duration $((runtime + 30)) \
-		--device "$disk" --top 3 "$@" >"$out" 2>"$err" &
+		--device "$disk" --top 5 "$@" >"$out" 2>"$err" &
 	local obs=$!
 	local waited=0
 	until grep -q "observing block I/O" "$err" 2>/dev/null; do
@@ -104,20 +107,26 @@ if not devs:
     sys.exit(1)
 d = devs[0]
 reads = d["reqs_by_op"].get("read", 0)
-check("read requests within 5 % of fio's I/Os", issued > 100 and abs(reads - issued) <= 0.05 * issued,
+# Other readers of the disk only add: the device count must cover fio's.
+check("device read requests >= 95 % of fio's I/Os", issued > 100 and reads >= 0.95 * issued,
       f"observe {reads}, fio {issued}")
+fio_reqs = sum(x["reqs"] for x in t["tasks"] if x["tgid"] in pids)
+check("requests of fio's processes within 5 % of fio's I/Os", abs(fio_reqs - issued) <= 0.05 * issued,
+      f"observe {fio_reqs}, fio {issued}")
 lat = [l for l in d["latency"] if l["op"] == "read" and l["kind"] == "device"]
 p50 = max((l["p50_us"] or 0) for l in lat) if lat else 0
 p99 = max((l["p99_us"] or 0) for l in lat) if lat else 0
 check("device read latency p50 <= p99, non-zero", lat and 0 < p50 <= p99,
       f"p50 {p50:.1f} us, p99 {p99:.1f} us")
+# The device latency must agree with fio's own completion latency up to the
+# log2 bucket width (fio's also covers the syscall and the block layer).
+clat = fio["jobs"][0]["read"].get("clat_ns", {}).get("percentile", {}).get("50.000000", 0) / 1000
+check("device read p50 within 3x of fio's clat p50", clat > 0 and clat / 3 <= p50 <= clat * 3,
+      f"observe {p50:.1f} us, fio {clat:.1f} us")
 tasks = t["tasks"]
 top = tasks[0] if tasks else None
 check("top task is fio's job", top is not None and top["tgid"] in pids and top["comm"].startswith("fio"),
       f"top {top and (top['tid'], top['comm'], top['reqs'])}, fio pids {sorted(pids)}")
-if top:
-    check("top task's requests within 5 % of fio's I/Os", abs(top["reqs"] - issued) <= 0.05 * issued,
-          f"{top['reqs']} vs {issued}")
 busy = [i for i in intervals if any(x["name"] == disk and (x["iops"] or 0) > 0 for x in i["devices"])]
 check("interval reports show IOPS", len(busy) >= 2, f"{len(busy)} intervals with IOPS > 0")
 print(f"     {name}: IOPS fio {fio['jobs'][0]['read']['iops']:.0f}; "
