@@ -38,10 +38,15 @@ host-test: build
 # The current sched_ext kernel of Debian trixie-backports, then the scheduler
 # test again on an older pinned one (skipped loudly once the archive drops it).
 COMPAT_KERNEL ?= 6.16.12+deb13
+# Then `observe` alone on Debian 12's own kernel (6.1: no sched_ext, no
+# block_io_start), for the request tracking's older-kernel path.
+OLD_KERNEL_SUITE ?= bookworm
 vm-test: build
 	tests/vm/run.sh
 	ESN_VM_DIR=$(CURDIR)/build/vm-compat ESN_KERNEL_VERSION=$(COMPAT_KERNEL) \
 		ESN_KERNEL_OPTIONAL=1 tests/vm/run.sh scheduler
+	ESN_VM_DIR=$(CURDIR)/build/vm-old ESN_KERNEL_SUITE=$(OLD_KERNEL_SUITE) \
+		ESN_REQUIRE_SCHED_EXT=0 tests/vm/run.sh observe
 
 demo: deps build
 	tests/vm/demo.sh

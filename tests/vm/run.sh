@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The VM tests' entry point (Makefile / CI):
-#   setup.sh, then one boot for guest-baseline.sh and one for guest-scheduler.sh.
-# usage: tests/vm/run.sh [all|baseline|scheduler] [NAME=VALUE ...]
+#   setup.sh, then one boot for guest-baseline.sh and one for guest-scheduler.sh
+#   (or guest-observe.sh alone: `observe`, for kernels without sched_ext).
+# usage: tests/vm/run.sh [all|baseline|scheduler|observe] [NAME=VALUE ...]
 #   NAME=VALUE pairs go to the guest scripts (e.g. ESN_DRY=1, ESN_FIO_RUNTIME=10).
 # Results: build/vm/results/<test>/ (log, summary.tsv, result, console.log, ...).
 # Exit status: 0 only if every test that ran passed.
@@ -21,8 +22,8 @@ what=all
 if (($#)) && [[ $1 != *=* ]]; then what=$1; shift; fi
 case $what in
 all) tests=(baseline scheduler) ;;
-baseline | scheduler) tests=("$what") ;;
-*) echo "usage: $0 [all|baseline|scheduler] [NAME=VALUE ...]" >&2; exit 2 ;;
+baseline | scheduler | observe) tests=("$what") ;;
+*) echo "usage: $0 [all|baseline|scheduler|observe] [NAME=VALUE ...]" >&2; exit 2 ;;
 esac
 
 declare -A verdict secs

@@ -21,6 +21,8 @@
 #   ESN_INSTALL_HOST_MODULES=1  also symlink /lib/modules/<ver> to the unpacked tree
 #   ESN_VM_DIR          where the kernel, image and results live (build/vm), so
 #                       a second kernel can sit beside the first
+#   ESN_REQUIRE_SCHED_EXT=0  accept a kernel without sched_ext (for the
+#                       observe-only test on an older kernel, e.g. bookworm's 6.1)
 # Exit status 3: the pinned kernel is not in the archive (any more).
 set -euo pipefail
 # No `producer | grep -q` here: grep -q exits at the first match, the producer
@@ -211,7 +213,7 @@ vmlinuz="$moddir/vmlinuz.unsigned"
 kconfig="$moddir/config"
 [[ -f $vmlinuz ]] || die "kernel image not found: $vmlinuz"
 [[ -f $kconfig ]] || die "kernel config not found: $kconfig"
-if ! grep -qx 'CONFIG_SCHED_CLASS_EXT=y' "$kconfig"; then
+if [[ ${ESN_REQUIRE_SCHED_EXT:-1} != 0 ]] && ! grep -qx 'CONFIG_SCHED_CLASS_EXT=y' "$kconfig"; then
 	die "kernel $kver has no sched_ext: $(grep -m1 'CONFIG_SCHED_CLASS_EXT' "$kconfig" || echo 'CONFIG_SCHED_CLASS_EXT absent') in $kconfig; pin another one with ESN_KERNEL_VERSION"
 fi
 for opt in CONFIG_DEBUG_INFO_BTF=y CONFIG_BPF_SYSCALL=y CONFIG_NUMA=y; do
@@ -241,5 +243,5 @@ KSUITE=$suite
 EOF
 mv "$vmdir/kernel.env.tmp" "$vmdir/kernel.env"
 
-log "kernel: $kver (CONFIG_SCHED_CLASS_EXT=y) from $suite"
+log "kernel: $kver ($(grep -m1 -x "CONFIG_SCHED_CLASS_EXT=y" "$kconfig" || echo "no sched_ext")) from $suite"
 log "wrote build/vm/kernel.env; done in $((SECONDS - t0)) s"
