@@ -71,19 +71,14 @@ struct {
 	__uint(value_size, sizeof(struct esn_io_hist));
 } io_hists SEC(".maps");
 
+/* Per CPU: the hottest counters, updated without atomics; userspace sums. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ESN_MAX_NODES);
 	__type(key, u32);
 	__type(value, struct esn_node_io);
 } node_io SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, ESN_MAX_IO_TASKS);
-	__type(key, u32);
-	__type(value, struct esn_task_io);
-} task_io SEC(".maps");
 
 /* All-zero template for new histogram entries: too large for the stack. */
 struct {
@@ -187,51 +182,22 @@ static __always_inline u8 dev_locality(u32 dev, u8 submit_node)
 	return *home == submit_node ? ESN_LOC_LOCAL : ESN_LOC_REMOTE;
 }
 
-/* Majority vote over a task's devices, as io_vote() does for bios. */
-static __always_inline void task_vote(struct esn_task_io *t, u32 dev)
-{
-	if (t->vote_dev == dev) {
-		if (t->vote_weight < 1024)
-			t->vote_weight++;
-	} else if (t->vote_weight > 1) {
-		t->vote_weight--;
-	} else {
-		t->vote_dev = dev;
-		t->vote_weight = 1;
-	}
-}
-
 /*
- * Charge a started request to the current task. A tid runs on one CPU at a
- * time and starts fire in its own context, so plain updates do not race.
+ * Add a started request to the current task's record. A tid runs on one CPU
+ * at a time and starts fire in its own context, so plain updates do not race.
  */
 static __always_inline void charge_task(const struct blkobs_rq *info, u64 now)
 {
-	struct task_struct *p = bpf_get_current_task_btf();
-	struct esn_io_task *sched_io;
-	struct esn_task_io *t, fresh = {};
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tid = (u32)id;
+	struct esn_task_io *t = current_task_io();
 
-	t = bpf_map_lookup_elem(&task_io, &tid);
-	if (!t) {
-		fresh.tgid = id >> 32;
-		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
-		bpf_map_update_elem(&task_io, &tid, &fresh, BPF_NOEXIST);
-		t = bpf_map_lookup_elem(&task_io, &tid);
-		if (!t)
-			return;
-	}
+	if (!t)
+		return;
 	t->reqs++;
 	t->bytes += info->bytes;
 	if (info->locality == ESN_LOC_REMOTE)
 		t->remote_reqs++;
-	t->last_ns = now;
+	t->last_req_ns = now;
 	t->last_node = info->submit_node;
-	task_vote(t, info->dev);
-	/* The scheduler's classification input, exported beside the counts. */
-	sched_io = bpf_task_storage_get(&io_task_stor, p, NULL, 0);
-	t->io_score = sched_io ? io_score_now(sched_io, now) : 0;
 }
 
 static __always_inline void charge_node_start(const struct blkobs_rq *info)
@@ -241,11 +207,11 @@ static __always_inline void charge_node_start(const struct blkobs_rq *info)
 
 	if (!n)
 		return;
-	__sync_fetch_and_add(&n->reqs, 1);
-	__sync_fetch_and_add(&n->bytes, info->bytes);
+	n->reqs += 1;
+	n->bytes += info->bytes;
 	if (info->locality == ESN_LOC_REMOTE) {
-		__sync_fetch_and_add(&n->remote_reqs, 1);
-		__sync_fetch_and_add(&n->remote_bytes, info->bytes);
+		n->remote_reqs += 1;
+		n->remote_bytes += info->bytes;
 	}
 }
 
@@ -349,9 +315,9 @@ static __always_inline void charge_node_completion(u32 node, bool cross)
 
 	if (!n)
 		return;
-	__sync_fetch_and_add(&n->completions, 1);
+	n->completions += 1;
 	if (cross)
-		__sync_fetch_and_add(&n->cross_completions, 1);
+		n->cross_completions += 1;
 }
 
 /*

@@ -104,7 +104,7 @@ struct {
 	__type(value, struct node_ctx);
 } node_ctxs SEC(".maps");
 
-/* Scheduler-side per-task state (the I/O side lives in io_task_stor). */
+/* Scheduler-side per-task state (the I/O side lives in task_io). */
 struct esn_sched_task {
 	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
 	u64 io_enqueued_at;
@@ -291,7 +291,7 @@ static u8 choose_node(struct task_struct *p, u8 home)
  * would take it, and the two would swap nodes over and over. Kernel threads
  * (writeback, journal) are left to the fair path: they serve everyone.
  */
-static u8 io_bound_home(struct task_struct *p, struct esn_io_task *io, u64 now,
+static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io, u64 now,
 			bool placed)
 {
 	u64 bar = placed ? io_min_score / 4 : io_min_score;
@@ -314,7 +314,7 @@ static u8 io_bound_home(struct task_struct *p, struct esn_io_task *io, u64 now,
  */
 static u8 task_target_node(struct task_struct *p)
 {
-	struct esn_io_task *io = bpf_task_storage_get(&io_task_stor, p, NULL, 0);
+	struct esn_task_io *io = task_io_of(p);
 	struct esn_placement *pl, fresh = {};
 	u64 now = bpf_ktime_get_ns();
 	u32 tid = p->pid;

@@ -133,17 +133,25 @@ struct esn_node_io {
 	u64 cross_completions;	/* ... that another node submitted */
 };
 
-/* Per-task I/O, keyed by tid, cumulative (LRU-bounded). */
+/*
+ * Everything known about one task's block I/O, keyed by tid in an LRU hash:
+ * the one per-task record. The bio hook keeps the classification state the
+ * scheduler reads; the request start hook adds the counts userspace reports.
+ */
 struct esn_task_io {
-	u64 reqs;		/* requests the task started */
+	/* classification (block_bio_queue, devices with a home node only) */
+	u64 score;		/* bios, halved every io_half_life_ns */
+	u64 decayed_at;		/* time the score was last decayed to */
+	u64 last_io_ns;		/* last bio on a known device */
+	u32 vote_dev;		/* device winning the majority vote */
+	u32 vote_weight;	/* its lead over the others; 0: no device yet */
+	/* reporting (request starts, every device), cumulative */
+	u64 reqs;
 	u64 bytes;
-	u64 remote_reqs;	/* ... from a node other than the device's */
-	u64 last_ns;		/* time of its last request */
-	u64 io_score;		/* the scheduler's decayed I/O score, then */
-	u32 tgid;
-	u32 vote_dev;		/* device winning its majority vote */
-	u32 vote_weight;	/* the vote's lead; 0: no device yet */
-	u8 last_node;		/* node it last submitted from */
+	u64 remote_reqs;	/* from a node other than the device's */
+	u64 last_req_ns;
+	u32 tgid;		/* a new task reusing the tid resets the record */
+	u8 last_node;		/* node it last started a request from */
 	u8 pad[3];
 	char comm[ESN_COMM_LEN];
 };

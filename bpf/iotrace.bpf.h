@@ -3,9 +3,11 @@
  * Block I/O attribution: which task submits I/O, to which device, and how
  * I/O-bound it is right now.
  *
- * One tracepoint in the submitter's context (block_bio_queue) feeds a small
- * per-task state: a decayed I/O score and a majority vote over the devices
- * the task uses. The scheduler reads that state; it never writes it. Only
+ * One tracepoint in the submitter's context (block_bio_queue) feeds the
+ * classification half of the per-task record: a decayed I/O score and a
+ * majority vote over the devices the task uses. The scheduler reads it and
+ * never writes it; blkobs.bpf.h adds request counts to the same record and
+ * userspace reports it, so the scheduler and the reports share one source. Only
  * devices userspace put in dev_home_node (whole disks with a known home node)
  * count, so stacked devices (dm, md) with no node of their own do not hide
  * the NVMe disk underneath.
@@ -18,20 +20,18 @@
 /* Half-life of the per-task I/O score: how fast a task "forgets" its I/O. */
 const volatile u64 io_half_life_ns = 100ULL * 1000 * 1000;
 
-struct esn_io_task {
-	u64 score;	  /* bios, halved every io_half_life_ns */
-	u64 decayed_at;	  /* time the score was last decayed to */
-	u64 last_io_ns;	  /* last bio on a known device */
-	u32 vote_dev;	  /* device currently winning the majority vote */
-	u32 vote_weight;  /* its lead over the others */
-};
-
+/*
+ * The per-task record (struct esn_task_io), keyed by tid. An LRU hash and
+ * not task storage: lookups are inlined by the verifier (task storage is a
+ * helper call and a lock, the dearest part of a bio on mitigated CPUs),
+ * userspace can list it, and a table full of tasks loses the quietest one.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct esn_io_task);
-} io_task_stor SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ESN_MAX_IO_TASKS);
+	__type(key, u32);
+	__type(value, struct esn_task_io);
+} task_io SEC(".maps");
 
 /* Written by userspace: kernel dev_t of a whole disk -> its home node. */
 struct {
@@ -40,6 +40,34 @@ struct {
 	__type(key, u32);
 	__type(value, u8);
 } dev_home_node SEC(".maps");
+
+/*
+ * The record of the current task, created if needed. A record left by an
+ * exited task whose tid was reused (another tgid) starts over.
+ */
+static __always_inline struct esn_task_io *current_task_io(void)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	struct esn_task_io *t, fresh = {};
+
+	t = bpf_map_lookup_elem(&task_io, &tid);
+	if (t && t->tgid == tgid)
+		return t;
+	fresh.tgid = tgid;
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	bpf_map_update_elem(&task_io, &tid, &fresh, BPF_ANY);
+	return bpf_map_lookup_elem(&task_io, &tid);
+}
+
+/* The record of @p for readers (the scheduler), NULL if it has none. */
+static __always_inline struct esn_task_io *task_io_of(struct task_struct *p)
+{
+	u32 tid = p->pid;
+	struct esn_task_io *t = bpf_map_lookup_elem(&task_io, &tid);
+
+	return t && t->tgid == (u32)p->tgid ? t : NULL;
+}
 
 /* Pre-5.12 kernels kept the disk in the bio itself. */
 struct bio___old {
@@ -51,23 +79,29 @@ static __always_inline u32 kernel_mkdev(u32 major, u32 minor)
 	return (major << 20) | minor;
 }
 
-/* dev_t of the whole disk a bio targets; partitions fold into their disk. */
+/*
+ * dev_t of the whole disk a bio targets; partitions fold into their disk.
+ * Plain loads through the typed tp_btf argument: no probe-read helper calls
+ * on the hottest path. CO-RE picks the field the kernel has.
+ */
 static __always_inline u32 bio_disk_dev(struct bio *bio)
 {
 	struct gendisk *disk;
 
-	if (bpf_core_field_exists(bio->bi_bdev))
-		disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
-	else
-		disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
+	if (bpf_core_field_exists(bio->bi_bdev)) {
+		struct block_device *bdev = bio->bi_bdev;
+
+		disk = bdev ? bdev->bd_disk : NULL;
+	} else {
+		disk = ((struct bio___old *)bio)->bi_disk;
+	}
 	if (!disk)
 		return 0;
-	return kernel_mkdev(BPF_CORE_READ(disk, major),
-			    BPF_CORE_READ(disk, first_minor));
+	return kernel_mkdev(disk->major, disk->first_minor);
 }
 
 /* Whole half-lives elapsed between the score's last decay and @now. */
-static __always_inline u64 io_halvings(const struct esn_io_task *io, u64 now)
+static __always_inline u64 io_halvings(const struct esn_task_io *io, u64 now)
 {
 	if (now <= io->decayed_at || !io_half_life_ns)
 		return 0;
@@ -78,7 +112,7 @@ static __always_inline u64 io_halvings(const struct esn_io_task *io, u64 now)
  * The score as of @now, without writing: readers other than the tracepoint
  * (the scheduler) must not race its updates.
  */
-static __always_inline u64 io_score_now(const struct esn_io_task *io, u64 now)
+static __always_inline u64 io_score_now(const struct esn_task_io *io, u64 now)
 {
 	u64 halvings = io_halvings(io, now);
 
@@ -89,7 +123,7 @@ static __always_inline u64 io_score_now(const struct esn_io_task *io, u64 now)
  * Boyer-Moore majority vote: O(1) state per task, and the winner is the
  * device the task uses most whenever one device carries most of its I/O.
  */
-static __always_inline void io_vote(struct esn_io_task *io, u32 dev)
+static __always_inline void io_vote(struct esn_task_io *io, u32 dev)
 {
 	if (io->vote_dev == dev) {
 		if (io->vote_weight < 1024)
@@ -103,7 +137,7 @@ static __always_inline void io_vote(struct esn_io_task *io, u32 dev)
 }
 
 /* Home node of the device a task mostly uses, ESN_NO_NODE if none. */
-static __always_inline u8 io_task_home_node(const struct esn_io_task *io)
+static __always_inline u8 io_task_home_node(const struct esn_task_io *io)
 {
 	u32 dev = io->vote_dev;
 	u8 *node;
@@ -123,8 +157,7 @@ static __always_inline u8 io_task_home_node(const struct esn_io_task *io)
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(esn_bio_queue, struct bio *bio)
 {
-	struct task_struct *p = bpf_get_current_task_btf();
-	struct esn_io_task *io;
+	struct esn_task_io *io;
 	u64 now, halvings;
 	u32 dev;
 
@@ -133,8 +166,7 @@ int BPF_PROG(esn_bio_queue, struct bio *bio)
 		stat_inc(ESN_STAT_BIO_UNKNOWN_DEV);
 		return 0;
 	}
-	io = bpf_task_storage_get(&io_task_stor, p, NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	io = current_task_io();
 	if (!io)
 		return 0;
 

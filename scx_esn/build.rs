@@ -13,8 +13,12 @@ fn main() {
         .enable_skel("../bpf/esn.bpf.c", "bpf")
         .build()
         .expect("building the BPF scheduler failed (see the clang output above)");
+    // The observer must load on kernels older than sched_ext's (Debian 12's
+    // 6.1): BPF ISA v3, not the v4 the scx toolchain selects (the last
+    // -mcpu wins).
     scx_cargo::BpfBuilder::new()
         .expect("BPF toolchain: is clang >= 16 installed (set BPF_CLANG)?")
+        .add_cflag("-mcpu=v3")
         .enable_skel("../bpf/observe.bpf.c", "observe")
         .build()
         .expect("building the BPF observer failed (see the clang output above)");

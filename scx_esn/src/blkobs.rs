@@ -224,6 +224,8 @@ pub fn register_devices(dev_home_node: &dyn MapCore, devices: &DeviceTable) -> R
 
 /// The maps blkobs.bpf.h defines, borrowed from either skeleton.
 pub struct BlkObsMaps<'a> {
+    /// The half-life BPF decays the I/O score with (its rodata).
+    pub io_half_life_ns: u64,
     pub inflight: &'a dyn MapCore,
     pub io_hists: &'a dyn MapCore,
     pub node_io: &'a dyn MapCore,
@@ -243,6 +245,20 @@ fn read_pod<T: Copy>(bytes: &[u8]) -> Result<T> {
     // SAFETY: T is a bindgen-generated C struct of integers (every bit
     // pattern valid) and bytes holds exactly size_of::<T>() bytes.
     Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// The I/O score as BPF's io_score_now() would compute it at @now: the
+/// stored value is only decayed when the task does I/O.
+pub fn decayed_score(score: u64, decayed_at: u64, now: u64, half_life_ns: u64) -> u64 {
+    if half_life_ns == 0 || now <= decayed_at {
+        return score;
+    }
+    let halvings = (now - decayed_at) / half_life_ns;
+    if halvings >= 64 {
+        0
+    } else {
+        score >> halvings
+    }
 }
 
 fn lat_hist(slots: &[u64], count: u64, sum_ns: u64) -> LatHist {
@@ -351,21 +367,23 @@ impl BlkObsMaps<'_> {
         }
 
         for node in 0..nr_nodes {
-            let Some(value) = self.node_io.lookup(&node.to_ne_bytes(), MapFlags::ANY)? else {
+            let Some(per_cpu) = self
+                .node_io
+                .lookup_percpu(&node.to_ne_bytes(), MapFlags::ANY)?
+            else {
                 continue;
             };
-            let v: bpf_intf::esn_node_io = read_pod(&value)?;
-            snap.nodes.insert(
-                node,
-                NodeIo {
-                    reqs: v.reqs,
-                    bytes: v.bytes,
-                    remote_reqs: v.remote_reqs,
-                    remote_bytes: v.remote_bytes,
-                    completions: v.completions,
-                    cross_completions: v.cross_completions,
-                },
-            );
+            let mut sum = NodeIo::default();
+            for value in &per_cpu {
+                let v: bpf_intf::esn_node_io = read_pod(value)?;
+                sum.reqs += v.reqs;
+                sum.bytes += v.bytes;
+                sum.remote_reqs += v.remote_reqs;
+                sum.remote_bytes += v.remote_bytes;
+                sum.completions += v.completions;
+                sum.cross_completions += v.cross_completions;
+            }
+            snap.nodes.insert(node, sum);
         }
 
         for key in self.task_io.keys() {
@@ -384,10 +402,15 @@ impl BlkObsMaps<'_> {
                     reqs: v.reqs,
                     bytes: v.bytes,
                     remote_reqs: v.remote_reqs,
-                    last_node: (v.last_node as u32 != bpf_intf::ESN_NO_NODE)
+                    last_node: (v.reqs > 0 && v.last_node as u32 != bpf_intf::ESN_NO_NODE)
                         .then_some(v.last_node as u32),
                     dominant_dev: (v.vote_weight > 0).then_some(DevT(v.vote_dev)),
-                    io_score: v.io_score,
+                    io_score: decayed_score(
+                        v.score,
+                        v.decayed_at,
+                        snap.at_ns,
+                        self.io_half_life_ns,
+                    ),
                 },
             );
         }
@@ -499,6 +522,26 @@ mod tests {
         let k = kernel(&["block_io_start", "block_rq_issue"], &[]);
         let err = choose_hooks(&k, HookPrefs::default()).unwrap_err();
         assert!(err.to_string().contains("block_rq_complete"), "{err}");
+    }
+
+    #[test]
+    fn score_decays_like_bpf() {
+        let hl = 100;
+        assert_eq!(decayed_score(64, 1000, 1000, hl), 64);
+        assert_eq!(decayed_score(64, 1000, 1099, hl), 64);
+        assert_eq!(decayed_score(64, 1000, 1100, hl), 32);
+        assert_eq!(decayed_score(64, 1000, 1350, hl), 8);
+        assert_eq!(decayed_score(64, 1000, 1000 + 64 * hl, hl), 0);
+        assert_eq!(
+            decayed_score(64, 2000, 1000, hl),
+            64,
+            "clock behind: no decay"
+        );
+        assert_eq!(
+            decayed_score(64, 0, 1 << 40, 0),
+            64,
+            "no half-life: no decay"
+        );
     }
 
     #[test]

@@ -119,6 +119,7 @@ pub fn run(
     info!("observing block I/O; {registered} device(s) with a home node");
 
     let maps = BlkObsMaps {
+        io_half_life_ns: io_half_life_ms * 1_000_000,
         inflight: &skel.maps.inflight,
         io_hists: &skel.maps.io_hists,
         node_io: &skel.maps.node_io,

@@ -41,6 +41,7 @@ pub struct Scheduler<'a> {
     link: Option<libbpf_rs::Link>,
     plan: Plan,
     devices: DeviceTable,
+    io_half_life_ns: u64,
 }
 
 /// libbpf's own messages go to our log. Its warnings (the verifier log on a
@@ -178,6 +179,7 @@ impl<'a> Scheduler<'a> {
             link: Some(link),
             plan,
             devices,
+            io_half_life_ns: opts.io_half_life_ms * 1_000_000,
         })
     }
 
@@ -213,6 +215,7 @@ impl<'a> Scheduler<'a> {
 
     fn blkobs_maps(&self) -> BlkObsMaps<'_> {
         BlkObsMaps {
+            io_half_life_ns: self.io_half_life_ns,
             inflight: &self.skel.maps.inflight,
             io_hists: &self.skel.maps.io_hists,
             node_io: &self.skel.maps.node_io,
