@@ -247,6 +247,33 @@ fn read_pod<T: Copy>(bytes: &[u8]) -> Result<T> {
     Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
 }
 
+/// Has a request been in flight for longer than @max_age_ns? Its age counts
+/// from its latest event (start, or issue after a requeue); a timestamp from
+/// the future (read racing an update) is not stale.
+pub fn is_stale(start_ns: u64, issue_ns: u64, now: u64, max_age_ns: u64) -> bool {
+    now.saturating_sub(start_ns.max(issue_ns)) > max_age_ns
+}
+
+/// Refuse kernels whose request tracepoints take (queue, request): the
+/// programs are written for the one-argument form of 5.11 and later.
+pub fn check_kernel_release(release: &str) -> Result<()> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    if major == 0 {
+        log::warn!("cannot parse the kernel release {release:?}; trying anyway");
+        return Ok(());
+    }
+    if (major, minor) < (5, 11) {
+        anyhow::bail!(
+            "kernel {release} is older than 5.11, whose block request tracepoints this \
+             needs (and BTF): run scx_esn observe on 5.11 or later, or use the bpftrace \
+             scripts in scripts/"
+        );
+    }
+    Ok(())
+}
+
 /// The I/O score as BPF's io_score_now() would compute it at @now: the
 /// stored value is only decayed when the task does I/O.
 pub fn decayed_score(score: u64, decayed_at: u64, now: u64, half_life_ns: u64) -> u64 {
@@ -435,7 +462,7 @@ impl BlkObsMaps<'_> {
             // struct blkobs_rq starts with start_ns, issue_ns.
             let start = u64::from_ne_bytes(value[0..8].try_into().context("inflight value")?);
             let issue = u64::from_ne_bytes(value[8..16].try_into().context("inflight value")?);
-            if now.saturating_sub(start.max(issue)) > max_age_ns {
+            if is_stale(start, issue, now, max_age_ns) {
                 stale.push(key);
             }
         }
@@ -522,6 +549,28 @@ mod tests {
         let k = kernel(&["block_io_start", "block_rq_issue"], &[]);
         let err = choose_hooks(&k, HookPrefs::default()).unwrap_err();
         assert!(err.to_string().contains("block_rq_complete"), "{err}");
+    }
+
+    #[test]
+    fn staleness_counts_from_the_latest_event() {
+        let max = 1_000;
+        assert!(!is_stale(100, 0, 1_100, max), "exactly max old: kept");
+        assert!(is_stale(100, 0, 1_101, max));
+        assert!(!is_stale(100, 900, 1_500, max), "issued later: younger");
+        assert!(is_stale(0, 100, 1_200, max), "start missed, old issue");
+        assert!(!is_stale(5_000, 0, 1_000, max), "from the future: kept");
+    }
+
+    #[test]
+    fn kernel_release_floor() {
+        assert!(check_kernel_release("5.10.0-28-amd64").is_err());
+        assert!(check_kernel_release("4.19.0").is_err());
+        assert!(check_kernel_release("5.11.0").is_ok());
+        assert!(check_kernel_release("6.1.0-50-amd64").is_ok());
+        assert!(check_kernel_release("7.3.4+deb13-amd64").is_ok());
+        assert!(check_kernel_release("weird").is_ok(), "unparsable: try");
+        let err = check_kernel_release("5.4.0").unwrap_err().to_string();
+        assert!(err.contains("5.11"), "{err}");
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub fn run(
     // The same CPU -> node map the scheduler uses; thresholds do not matter.
     let plan = Plan::new(topo, None)?;
 
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    blkobs::check_kernel_release(release.trim())?;
     crate::sched::route_libbpf_log(verbose);
     scx_utils::try_set_rlimit_infinity();
     let hooks = blkobs::choose_hooks(

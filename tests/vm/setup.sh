@@ -244,4 +244,4 @@ EOF
 mv "$vmdir/kernel.env.tmp" "$vmdir/kernel.env"
 
 log "kernel: $kver ($(grep -m1 -x "CONFIG_SCHED_CLASS_EXT=y" "$kconfig" || echo "no sched_ext")) from $suite"
-log "wrote build/vm/kernel.env; done in $((SECONDS - t0)) s"
+log "wrote ${vmdir#"$repo"/}/kernel.env; done in $((SECONDS - t0)) s"
