@@ -142,6 +142,22 @@ pub struct SchedOpts {
     pub verbose: u8,
 }
 
+/// Longest interval or duration accepted: a year, so that adding it to a
+/// clock reading can never overflow.
+const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A seconds option as a Duration, refusing what is not a positive, sane
+/// number (0, negative, NaN, infinity, more than a year).
+pub fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        anyhow::bail!("{flag} {secs}: give a positive number of seconds");
+    }
+    if secs > MAX_SECS {
+        anyhow::bail!("{flag} {secs}: at most {MAX_SECS} seconds (a year)");
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +185,18 @@ mod tests {
             opts.command,
             Some(Command::Topology { json: true })
         ));
+    }
+
+    #[test]
+    fn seconds_options_are_checked() {
+        assert_eq!(
+            positive_secs("--x", 0.5).unwrap(),
+            std::time::Duration::from_millis(500)
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e30] {
+            let err = positive_secs("--x", bad).unwrap_err().to_string();
+            assert!(err.starts_with("--x "), "{err}");
+        }
     }
 
     #[test]

@@ -17,7 +17,6 @@ mod sched;
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -76,13 +75,10 @@ fn check_sched_ext() -> Result<()> {
 
 fn run_scheduler(opts: &SchedOpts) -> Result<()> {
     check_sched_ext()?;
-    let stats_every = match opts.stats {
-        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
-            bail!("--stats {secs}: give a positive number of seconds")
-        }
-        Some(secs) => Some(Duration::from_secs_f64(secs)),
-        None => None,
-    };
+    let stats_every = opts
+        .stats
+        .map(|secs| cli::positive_secs("--stats", secs))
+        .transpose()?;
     let shutdown = sched::shutdown_flag()?;
     let mut open_object = MaybeUninit::uninit();
     loop {

@@ -15,7 +15,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use esn_stats::devt::{DevT, DeviceTable};
 use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
@@ -25,7 +25,7 @@ use libbpf_rs::OpenObject;
 use log::{info, warn};
 
 use crate::blkobs::{self, BlkObsMaps, HookPrefs};
-use crate::cli::ObserveOpts;
+use crate::cli::{positive_secs, ObserveOpts};
 use crate::observe_skel::*;
 use crate::plan::Plan;
 
@@ -49,13 +49,6 @@ pub fn device_filter(devices: &DeviceTable, names: &[String]) -> Result<Vec<DevT
             })
         })
         .collect()
-}
-
-fn positive_secs(flag: &str, secs: f64) -> Result<Duration> {
-    if !(secs.is_finite() && secs > 0.0) {
-        bail!("{flag} {secs}: give a positive number of seconds");
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn run(
