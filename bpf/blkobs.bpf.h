@@ -142,33 +142,14 @@ static __always_inline u8 rq_op_class(struct request *rq, bool typed)
 	}
 }
 
-/* floor(log2(v)) for v >= 1; 0 for 0. Branch-free, no loop for the verifier. */
-static __always_inline u32 floor_log2(u64 v)
-{
-	u32 r, shift;
-
-	r = (v > 0xffffffffULL) << 5;
-	v >>= r;
-	shift = (v > 0xffff) << 4;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xff) << 3;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xf) << 2;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0x3) << 1;
-	v >>= shift;
-	r |= shift;
-	r |= (v >> 1);
-	return r;
-}
-
-/* Histogram slot of a latency; must match esn_stats::hist::slot_of. */
+/*
+ * Histogram slot of a latency: floor(log2(ns)), 0 for 0 and 1 (scx's
+ * log2_u64() is one more than the floor). Must match
+ * esn_stats::hist::slot_of.
+ */
 static __always_inline u32 lat_slot(u64 ns)
 {
-	u32 slot = floor_log2(ns);
+	u32 slot = log2_u64(ns) - 1;
 
 	return slot < ESN_LAT_SLOTS ? slot : ESN_LAT_SLOTS - 1;
 }

@@ -213,7 +213,7 @@ pub struct TaskIo {
     pub last_node: Option<u32>,
     /// The device winning the task's majority vote, if any.
     pub dominant_dev: Option<DevT>,
-    /// The scheduler's decayed I/O score at its last request.
+    /// The scheduler's I/O score of the task (decayed to the snapshot's time).
     pub io_score: u64,
 }
 
