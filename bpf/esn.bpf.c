@@ -108,6 +108,7 @@ struct {
 struct esn_sched_task {
 	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
 	u64 io_enqueued_at;
+	u64 runnable_at; /* became runnable (woke or was preempted); 0: running */
 	bool io_placed; /* placed at its last wake-up or enqueue */
 };
 
@@ -117,6 +118,14 @@ struct {
 	__type(key, int);
 	__type(value, struct esn_sched_task);
 } sched_task_stor SEC(".maps");
+
+/* Wait from runnable to running, per node (struct esn_node_sched). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ESN_MAX_NODES);
+	__type(key, u32);
+	__type(value, struct esn_node_sched);
+} node_sched SEC(".maps");
 
 #define SWEEP_INTERVAL_NS (100ULL * 1000 * 1000)
 
@@ -597,31 +606,80 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 		prev->scx.slice = slice_ns;
 }
 
+/* The runnable-to-running wait of @p, added to its CPU's node. */
+static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu)
+{
+	u32 node = node_of_cpu(cpu);
+	struct esn_node_sched *ns;
+	u64 now = bpf_ktime_get_ns(), wait;
+
+	if (!st->runnable_at)
+		return;
+	wait = now > st->runnable_at ? now - st->runnable_at : 0;
+	st->runnable_at = 0;
+	ns = bpf_map_lookup_elem(&node_sched, &node);
+	if (!ns)
+		return;
+	if (st->io_placed) {
+		ns->io_waits++;
+		ns->io_wait_ns += wait;
+	} else {
+		ns->fair_waits++;
+		ns->fair_wait_ns += wait;
+	}
+}
+
+/*
+ * A task became runnable (woke up): start its wait clock. Preempted tasks
+ * stay runnable and restart it in esn_stopping.
+ */
+void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct esn_sched_task *st = bpf_task_storage_get(&sched_task_stor, p,
+							  NULL, 0);
+
+	if (st)
+		st->runnable_at = bpf_ktime_get_ns();
+}
+
 /*
  * Note whether this CPU now runs a placed I/O task (preempt_for_io spares
- * those), and advance the global vtime clock sleepers are measured against.
+ * those), account how long the task waited for a CPU (the controller's
+ * contention measure), and advance the global vtime clock sleepers are
+ * measured against.
  */
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
+	s32 cpu = scx_bpf_task_cpu(p);
+	u8 *runs_io = MEMBER_VPTR(cpu_runs_io, [cpu]);
 	struct esn_sched_task *st;
-	u8 *runs_io = MEMBER_VPTR(cpu_runs_io, [scx_bpf_task_cpu(p)]);
 
-	if (runs_io) {
-		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+	st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+	if (runs_io)
 		*runs_io = st && st->io_placed;
-	}
+	if (st)
+		account_wait(st, cpu);
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 }
 
-/* Charge the slice used, inversely to weight (nice). */
+/*
+ * Charge the slice used, inversely to weight (nice). A task stopped while
+ * still runnable (preempted, slice over) starts waiting again now.
+ */
 void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
 {
 	u64 used = slice_ns - p->scx.slice;
+	struct esn_sched_task *st;
 
 	if (used > slice_ns)
 		used = slice_ns;
 	p->scx.dsq_vtime += used * 100 / p->scx.weight;
+	if (runnable) {
+		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+		if (st)
+			st->runnable_at = bpf_ktime_get_ns();
+	}
 }
 
 /* A task joining the scheduler starts at the current clock. */
@@ -729,6 +787,7 @@ SCX_OPS_DEFINE(esn_ops,
 	       .select_cpu = (void *)esn_select_cpu,
 	       .enqueue = (void *)esn_enqueue,
 	       .dispatch = (void *)esn_dispatch,
+	       .runnable = (void *)esn_runnable,
 	       .running = (void *)esn_running,
 	       .stopping = (void *)esn_stopping,
 	       .enable = (void *)esn_enable,

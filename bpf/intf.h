@@ -157,6 +157,19 @@ struct esn_task_io {
 };
 
 /*
+ * Per node of the CPU that ran the task, cumulative, per-CPU: how long tasks
+ * waited between becoming runnable (wake-up or preemption) and running. For
+ * the placed I/O-bound tasks this is the contention penalty the controller
+ * weighs against the NUMA penalty.
+ */
+struct esn_node_sched {
+	u64 io_waits;		/* placed I/O-bound tasks: runs counted */
+	u64 io_wait_ns;		/* ... and their total wait */
+	u64 fair_waits;		/* everyone else */
+	u64 fair_wait_ns;
+};
+
+/*
  * Placement table entry, keyed by tid. Written only by BPF; userspace reads
  * it to show which tasks sit where.
  */

@@ -235,7 +235,7 @@ pub struct BlkObsMaps<'a> {
 
 /// A plain C value of a map, copied out of its bytes; a size mismatch (an
 /// intf.h change without a rebuild) fails loudly instead of misreading.
-fn read_pod<T: Copy>(bytes: &[u8]) -> Result<T> {
+pub fn read_pod<T: Copy>(bytes: &[u8]) -> Result<T> {
     anyhow::ensure!(
         bytes.len() == std::mem::size_of::<T>(),
         "BPF map value of {} bytes, expected {}",

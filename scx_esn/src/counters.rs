@@ -32,12 +32,49 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
 
 pub type Counters = [u64; NAMES.len()];
 
+/// Runnable-to-running waits on one node (struct esn_node_sched), summed
+/// over CPUs: cumulative when read, an interval's worth after `delta`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeWaits {
+    pub io_waits: u64,
+    pub io_wait_ns: u64,
+    pub fair_waits: u64,
+    pub fair_wait_ns: u64,
+}
+
+impl NodeWaits {
+    /// Saturating, like the counters: a reset never prints as a huge wait.
+    pub fn delta(&self, before: &NodeWaits) -> NodeWaits {
+        NodeWaits {
+            io_waits: self.io_waits.saturating_sub(before.io_waits),
+            io_wait_ns: self.io_wait_ns.saturating_sub(before.io_wait_ns),
+            fair_waits: self.fair_waits.saturating_sub(before.fair_waits),
+            fair_wait_ns: self.fair_wait_ns.saturating_sub(before.fair_wait_ns),
+        }
+    }
+
+    /// Mean wait of the placed I/O-bound tasks, in ns.
+    pub fn io_mean_ns(&self) -> Option<f64> {
+        (self.io_waits > 0).then(|| self.io_wait_ns as f64 / self.io_waits as f64)
+    }
+
+    pub fn fair_mean_ns(&self) -> Option<f64> {
+        (self.fair_waits > 0).then(|| self.fair_wait_ns as f64 / self.fair_waits as f64)
+    }
+}
+
 /// Per-node gauges read at the same moment as the counters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeLoad {
     pub node: u32,
     pub placed: u32,
     pub threshold: u32,
+    /// Waits during the interval.
+    pub waits: NodeWaits,
+}
+
+fn fmt_wait(mean_ns: Option<f64>) -> String {
+    mean_ns.map_or_else(|| "-".to_string(), |ns| format!("{:.0}us", ns / 1000.0))
 }
 
 /// Sum of per-CPU values of one counter, as read from the per-CPU map.
@@ -76,7 +113,15 @@ pub fn format_line(d: &Counters, nodes: &[NodeLoad]) -> String {
     }
     line.push_str(" | nodes");
     for n in nodes {
-        let _ = write!(line, " n{}={}/{}", n.node, n.placed, n.threshold);
+        let _ = write!(
+            line,
+            " n{}={}/{} wait io={} fair={}",
+            n.node,
+            n.placed,
+            n.threshold,
+            fmt_wait(n.waits.io_mean_ns()),
+            fmt_wait(n.waits.fair_mean_ns())
+        );
     }
     line
 }
@@ -117,17 +162,48 @@ mod tests {
                 node: 0,
                 placed: 1,
                 threshold: 2,
+                waits: NodeWaits::default(),
             },
             NodeLoad {
                 node: 1,
                 placed: 2,
                 threshold: 2,
+                waits: NodeWaits {
+                    io_waits: 4,
+                    io_wait_ns: 100_000,
+                    fair_waits: 1,
+                    fair_wait_ns: 3_000,
+                },
             },
         ];
         let line = format_line(&d, &nodes);
         assert!(line.starts_with("place local=75%"), "{line}");
         assert!(line.contains(" place_spill=1 "), "{line}");
-        assert!(line.ends_with("| nodes n0=1/2 n1=2/2"), "{line}");
+        assert!(
+            line.ends_with("| nodes n0=1/2 wait io=- fair=- n1=2/2 wait io=25us fair=3us"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn waits_delta_saturates() {
+        let now = NodeWaits {
+            io_waits: 10,
+            io_wait_ns: 1_000,
+            fair_waits: 1,
+            fair_wait_ns: 5,
+        };
+        let before = NodeWaits {
+            io_waits: 4,
+            io_wait_ns: 400,
+            fair_waits: 3,
+            fair_wait_ns: 9,
+        };
+        let d = now.delta(&before);
+        assert_eq!((d.io_waits, d.io_wait_ns), (6, 600));
+        assert_eq!((d.fair_waits, d.fair_wait_ns), (0, 0));
+        assert_eq!(d.io_mean_ns(), Some(100.0));
+        assert_eq!(d.fair_mean_ns(), None);
     }
 
     #[test]

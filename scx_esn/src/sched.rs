@@ -28,9 +28,10 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 use scx_utils::{try_set_rlimit_infinity, UserExitInfo};
 
 use crate::blkobs::{self, BlkObsMaps, HookPrefs};
+use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
-use crate::counters::{self, Counters, NodeLoad};
+use crate::counters::{self, Counters, NodeLoad, NodeWaits};
 use crate::plan::Plan;
 
 /// How often requests that never completed are looked for.
@@ -198,7 +199,29 @@ impl<'a> Scheduler<'a> {
         Ok(out)
     }
 
-    fn node_loads(&self) -> Vec<NodeLoad> {
+    /// Cumulative runnable-to-running waits, indexed by node.
+    fn read_node_waits(&self) -> Result<Vec<NodeWaits>> {
+        let mut out = vec![NodeWaits::default(); self.plan.nr_nodes as usize];
+        for (node, sum) in out.iter_mut().enumerate() {
+            let per_cpu = self
+                .skel
+                .maps
+                .node_sched
+                .lookup_percpu(&(node as u32).to_ne_bytes(), MapFlags::ANY)
+                .context("reading the node_sched map")?
+                .unwrap_or_default();
+            for value in &per_cpu {
+                let v: bpf_intf::esn_node_sched = blkobs::read_pod(value)?;
+                sum.io_waits += v.io_waits;
+                sum.io_wait_ns += v.io_wait_ns;
+                sum.fair_waits += v.fair_waits;
+                sum.fair_wait_ns += v.fair_wait_ns;
+            }
+        }
+        Ok(out)
+    }
+
+    fn node_loads(&self, waits: &[NodeWaits]) -> Vec<NodeLoad> {
         let bss = self.skel.maps.bss_data.as_ref();
         self.plan
             .node_has_cpus
@@ -209,6 +232,7 @@ impl<'a> Scheduler<'a> {
                 node: node as u32,
                 placed: bss.map(|b| b.nr_placed[node]).unwrap_or(0),
                 threshold: self.plan.thresholds[node],
+                waits: waits.get(node).copied().unwrap_or_default(),
             })
             .collect()
     }
@@ -241,6 +265,7 @@ impl<'a> Scheduler<'a> {
         stats_every: Option<Duration>,
     ) -> Result<UserExitInfo> {
         let mut last = self.read_counters()?;
+        let mut last_waits = self.read_node_waits()?;
         let mut aged_out = 0;
         let mut last_io = self.io_snapshot(aged_out)?;
         let mut next_stats = stats_every.map(|d| Instant::now() + d);
@@ -256,11 +281,21 @@ impl<'a> Scheduler<'a> {
             if let (Some(at), Some(every)) = (next_stats, stats_every) {
                 if Instant::now() >= at {
                     let now = self.read_counters()?;
+                    let waits = self.read_node_waits()?;
+                    let wait_deltas: Vec<NodeWaits> = waits
+                        .iter()
+                        .zip(&last_waits)
+                        .map(|(now, before)| now.delta(before))
+                        .collect();
                     println!(
                         "{}",
-                        counters::format_line(&counters::delta(&now, &last), &self.node_loads())
+                        counters::format_line(
+                            &counters::delta(&now, &last),
+                            &self.node_loads(&wait_deltas)
+                        )
                     );
                     last = now;
+                    last_waits = waits;
                     let io = self.io_snapshot(aged_out)?;
                     let report = build_report(
                         &last_io,
