@@ -1,0 +1,243 @@
+//! One node's controller: the steps of an interval, in order.
+//!
+//! 1. Read the sample: a NUMA ratio and a contention point, each only if the interval
+//!    had enough data (`sample.rs`).
+//! 2. Feed them to the P_numa average and to the curve fit (plus the direct evidence
+//!    of that n).
+//! 3. If neither gave anything, stop: the answer is the previous one, and no
+//!    counter moves. An idle node, or one whose counters were garbage, must not drift
+//!    on what it learned before; an exploration that got no data is still pending.
+//! 4. The target: from the fitted curve if it is usable, else one step by direct
+//!    evidence (`target.rs`, `evidence.rs`).
+//! 5. Let the threshold follow the target under hysteresis and rate limit
+//!    (`stability.rs`).
+//! 6. If it did not move, and it has held still for `explore_every` informative
+//!    intervals, and the node had the demand to fill one more slot, answer
+//!    threshold + 1 for this one interval.
+
+use crate::config::ControllerConfig;
+use crate::decision::Decision;
+use crate::evidence::Evidence;
+use crate::fit::{QuadraticFit, Reference, Update};
+use crate::penalty::NumaPenalty;
+use crate::persist::NodeState;
+use crate::sample::NodeSample;
+use crate::stability::{Governor, Limits};
+use crate::target::fitted_target;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeController {
+    node: u32,
+    cfg: ControllerConfig,
+    min: u32,
+    max: u32,
+    /// The learned threshold (an exploring interval answers one more, but this stays).
+    threshold: u32,
+    numa: NumaPenalty,
+    fit: QuadraticFit,
+    evidence: Evidence,
+    governor: Governor,
+    /// Informative intervals since the threshold last moved or explored.
+    since_explore: u32,
+    /// The last answer was threshold + 1.
+    exploring: bool,
+}
+
+impl NodeController {
+    /// A controller that knows nothing yet about `node`.
+    ///
+    /// `max_threshold` is the most tasks the node may ever keep (its CPU count, say);
+    /// 0 is taken as 1. The lower bound is `cfg.min_threshold`, lowered to
+    /// `max_threshold` if it is above. `initial_threshold` is clamped into the bounds.
+    /// `cfg` should have passed [`ControllerConfig::validate`].
+    pub fn new(
+        node: u32,
+        initial_threshold: u32,
+        max_threshold: u32,
+        cfg: &ControllerConfig,
+    ) -> NodeController {
+        let (min, max) = bounds(cfg, max_threshold);
+        NodeController {
+            node,
+            cfg: cfg.clone(),
+            min,
+            max,
+            threshold: initial_threshold.clamp(min, max),
+            numa: NumaPenalty::new(),
+            fit: QuadraticFit::new(max),
+            evidence: Evidence::default(),
+            governor: Governor::default(),
+            since_explore: 0,
+            exploring: false,
+        }
+    }
+
+    pub fn node(&self) -> u32 {
+        self.node
+    }
+
+    /// The learned threshold, without exploration.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// One control interval: takes what it measured, returns what to use next.
+    pub fn step(&mut self, s: &NodeSample) -> Decision {
+        let numa_learned = self
+            .numa
+            .observe(s.numa_ratio(self.cfg.min_samples), &self.cfg)
+            && self.cfg.numa_penalty_override.is_none();
+        // A point outside the bounds cannot be a real placement (the threshold never
+        // allows it) and x = n / scale far above 1 would dominate the fit.
+        let p_cont = s
+            .contention(self.cfg.min_samples)
+            .filter(|_| (1..=self.max).contains(&s.placed));
+        if let Some(y) = p_cont {
+            let reference = self.reference_for(s.placed, y);
+            let (lambda, sigmas) = (self.cfg.lambda, self.cfg.outlier_sigmas);
+            if self.fit.update(s.placed, y, reference, lambda, sigmas) == Update::Reset {
+                self.evidence.clear();
+            }
+        }
+
+        let (p_numa, p_numa_source) = self.numa.value(&self.cfg);
+        let curve = self.curve();
+        let n_star = match (curve, self.evidence.span()) {
+            (Some(_), Some(observed)) => fitted_target(
+                &self.fit,
+                observed,
+                self.threshold,
+                (self.min, self.max),
+                p_numa,
+            ),
+            _ => None,
+        };
+
+        if numa_learned || p_cont.is_some() {
+            let target = match n_star {
+                Some(n) => n,
+                None => self
+                    .evidence
+                    .target(self.threshold, p_numa, self.min, self.max),
+            };
+            let next = self.governor.follow(self.threshold, target, self.limits());
+            self.exploring = false;
+            if next != self.threshold {
+                self.threshold = next;
+                self.since_explore = 0;
+            } else {
+                self.since_explore = self.since_explore.saturating_add(1);
+                if self.explore_due(s.placed) {
+                    self.exploring = true;
+                    self.since_explore = 0;
+                }
+            }
+        }
+        // Otherwise the interval taught nothing and the previous answer stands, an
+        // exploration included: its interval has not been measured yet.
+        let exploring = self.exploring;
+
+        Decision {
+            node: self.node,
+            threshold: self.threshold + u32::from(exploring),
+            p_numa,
+            p_numa_source,
+            curve,
+            n_star,
+            exploring,
+            placed: s.placed,
+            p_cont,
+        }
+    }
+
+    /// Records the point as evidence and says what the fit is to check it against:
+    /// the median at n once n has one, else the curve once it is usable, else the
+    /// largest value measured so far.
+    fn reference_for(&mut self, n: u32, y: f64) -> Reference {
+        let curve_usable = self.curve().is_some();
+        let typical = self.evidence.largest();
+        self.evidence.record(n, y);
+        match (self.evidence.reference(n), curve_usable, typical) {
+            (Some(median), _, _) => Reference::Median(median),
+            (None, true, _) => Reference::Curve,
+            (None, false, Some(value)) => Reference::Typical(value),
+            (None, false, None) => Reference::Nothing,
+        }
+    }
+
+    /// The fitted coefficients once there are points at three distinct n.
+    fn curve(&self) -> Option<[f64; 3]> {
+        let c = self.fit.coefficients();
+        (self.evidence.distinct_n() >= 3 && c.iter().all(|v| v.is_finite())).then_some(c)
+    }
+
+    /// Exploration needs room above, demand (the node filled its threshold), and
+    /// enough quiet intervals since the last move or exploration.
+    fn explore_due(&self, placed: u32) -> bool {
+        self.cfg.explore_every > 0
+            && self.since_explore >= self.cfg.explore_every
+            && self.threshold < self.max
+            && placed >= self.threshold
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            min: self.min,
+            max: self.max,
+            confirm: self.cfg.confirm_intervals,
+            max_step: self.cfg.max_step,
+        }
+    }
+
+    /// Everything the next decision depends on, to persist.
+    pub fn export(&self) -> NodeState {
+        NodeState {
+            node: self.node,
+            threshold: self.threshold,
+            max_threshold: self.max,
+            fit: self.fit.to_state(),
+            numa: self.numa.to_state(),
+            observed: self.evidence.to_state(),
+            pending: self.governor.to_state(),
+            since_explore: self.since_explore,
+            exploring: self.exploring,
+        }
+    }
+
+    /// A controller that continues from `state`, under today's configuration and
+    /// bound. The threshold is clamped into the (possibly new) bounds; parts of the
+    /// state that are not finite or out of range start afresh instead of being
+    /// trusted, so this never fails.
+    pub fn restore(
+        state: &NodeState,
+        cfg: &ControllerConfig,
+        max_threshold: u32,
+    ) -> NodeController {
+        let (min, max) = bounds(cfg, max_threshold);
+        let threshold = state.threshold.clamp(min, max);
+        // The evidence's distinct n stand for the fit's points, so they go together.
+        let (fit, evidence) = match QuadraticFit::from_state(&state.fit) {
+            Some(fit) => (fit, Evidence::from_state(&state.observed, max)),
+            None => (QuadraticFit::new(max), Evidence::default()),
+        };
+        NodeController {
+            node: state.node,
+            cfg: cfg.clone(),
+            min,
+            max,
+            threshold,
+            numa: NumaPenalty::from_state(&state.numa),
+            fit,
+            evidence,
+            governor: Governor::from_state(&state.pending),
+            since_explore: state.since_explore,
+            exploring: state.exploring && threshold < max,
+        }
+    }
+}
+
+/// (min, max) of the threshold: max at least 1, min within [1, max].
+fn bounds(cfg: &ControllerConfig, max_threshold: u32) -> (u32, u32) {
+    let max = max_threshold.max(1);
+    (cfg.min_threshold.clamp(1, max), max)
+}

@@ -1,0 +1,108 @@
+//! Learns, live, how many I/O-bound tasks each NUMA node should keep next to its
+//! NVMe devices before spilling the rest to the nearest node.
+//!
+//! This crate is pure logic: no BPF, no clocks, no sysfs. The binary measures each
+//! node hosting NVMe devices once per control interval into a [`NodeSample`], calls
+//! [`NodeController::step`], and writes [`Decision::threshold`] into the BPF map. The
+//! only I/O is [`persist::save`] and [`persist::load`], on a path the caller gives.
+//!
+//! # The model: the lesser evil
+//!
+//! A task placed on its device's node pays CPU contention: the more I/O-bound tasks
+//! share the node, the longer each waits to run before it can submit its next
+//! request. A task spilled to another node pays the interconnect on every request.
+//! Both are expressed as a factor on one request's round trip:
+//!
+//! * **P_numa** = remote device latency / local device latency, per interval with
+//!   `min_samples` requests on both sides, averaged (EWMA) and clamped to [1, 10].
+//!   Before any measurement it is the prior (1.3); a configured override replaces it.
+//! * **P_cont(n)** = 1 + run delay / local device latency, observed with n tasks
+//!   placed: how much a placed task's request cycle stretches because it waits for a
+//!   CPU. It grows with n, and faster than linearly once the node's CPUs fill up, so
+//!   the controller fits a quadratic a·n² + b·n + c to the observed (n, P_cont)
+//!   points by recursive least squares with forgetting (`fit.rs`).
+//!
+//! The threshold n* is the largest n for which the fitted P_cont(n) is still no
+//! worse than P_numa: beyond it, another task is better off remote.
+//!
+//! ```text
+//!  P_cont(n)
+//!      │                                          ╱  fitted a·n² + b·n + c
+//!      │                                       ╱ ·
+//!      │                                    ╱ ·
+//!  P_numa ┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄╳┄┄┄┄┄┄┄┄┄┄┄┄┄┄  remote / local latency
+//!      │                           ·  ╱ ·│
+//!      │                  ·  · ╱ ·       │
+//!    1 ┼ ·  ·  ·  · ── ·                 │
+//!      └─┬───────────────────────────────┴──────────────┬──▶ n (tasks placed)
+//!        1                               n*             max (the node's CPUs)
+//!        ◀─ keep on the device's node ───┤├ spill to the nearest node ─▶
+//! ```
+//!
+//! # The steps of one interval
+//!
+//! ```text
+//!  NodeSample ─▶ sample: enough data? ──no──▶ repeat the last answer, change nothing
+//!                  │ yes
+//!                  ├─ remote / local ──▶ penalty: EWMA ─────────────────────▶ P_numa
+//!                  └─ (n, P_cont) ─────▶ evidence: last 3 points per n ──────┐
+//!                                         │ their median: the outlier check │
+//!                                         ▼                                 │
+//!                                        fit: robust RLS ──▶ curve          │
+//!        target: walk the curve from the threshold, if it is usable,        │
+//!                else one step on the evidence ◀────────────────────────────┘
+//!        stability: hysteresis + rate limit ──▶ threshold
+//!        explore_every quiet intervals ──▶ threshold + 1 for one interval
+//! ```
+//!
+//! Why each step is there:
+//!
+//! * **Outliers.** A point is checked against the median of the last three at its n
+//!   (or, for the first ones at an n, against the curve) before it may move the
+//!   curve, so one absurd interval moves it about as much as an ordinary noisy one,
+//!   while a lasting change passes as soon as it is the median (`fit.rs`).
+//! * **Usable curve.** A quadratic needs points at three distinct n, must have finite
+//!   coefficients, and must not fall from the lowest to the highest n it has points
+//!   for; otherwise the threshold follows direct evidence, one step at a time
+//!   (`evidence.rs`).
+//! * **Target.** n* is found by walking from the current threshold, one n at a time,
+//!   and each step needs the fitted value to clear P_numa by one standard error of
+//!   that value (`target.rs`): a balance point hidden in the noise is not chased,
+//!   and an extrapolation far from the data is not trusted.
+//! * **Stability.** The target must stay on one side for `confirm_intervals`
+//!   intervals before the threshold moves, then it moves at most `max_step` per
+//!   interval, always within [`min_threshold`, max] (`stability.rs`).
+//! * **Exploration.** The node never holds more than `threshold` tasks, so the curve
+//!   above it would never be seen and a threshold that is too low would stay too low.
+//!   Every `explore_every` intervals without a move, if the node filled its
+//!   threshold, one interval runs at threshold + 1 (`exploring: true`), and what it
+//!   measures feeds the fit like any other interval. It is on a counter, not random,
+//!   so runs are reproducible.
+//! * **Idle.** An interval without enough data (an idle node, a counter reset,
+//!   nonsense means) neither moves the threshold nor advances any counter; the last
+//!   answer stands, an exploration still waiting for its measurement included.
+//!
+//! # Persistence
+//!
+//! [`NodeController::export`] and [`NodeController::restore`] turn a controller into
+//! a [`NodeState`] and back; [`persist`] stores them for all nodes in one file,
+//! atomically, and refuses files from another version or topology.
+
+mod config;
+mod controller;
+mod decision;
+mod evidence;
+mod fit;
+mod linalg;
+mod penalty;
+pub mod persist;
+mod sample;
+mod stability;
+mod target;
+
+pub use config::{ControllerConfig, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
+pub use controller::NodeController;
+pub use decision::Decision;
+pub use penalty::PenaltySource;
+pub use persist::{load, save, LearnedState, LoadOutcome, NodeState};
+pub use sample::{LatencyStat, NodeSample, CONTENTION_MAX};

@@ -1,0 +1,87 @@
+//! The NUMA penalty P_numa: how much slower a request to this node's devices is when
+//! it comes from another node.
+//!
+//! Each usable interval gives a ratio remote / local; the ratio is clamped to
+//! [`NUMA_PENALTY_MIN`], [`NUMA_PENALTY_MAX`] *before* it enters the moving average,
+//! so a single absurd interval can pull the average by at most alpha times the range,
+//! and the average itself can never leave it. The first measurement replaces the
+//! prior outright instead of being blended with it: the prior is a guess about some
+//! other machine, one real interval already says more about this one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ControllerConfig, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
+use crate::persist::NumaState;
+
+/// Where the P_numa of a decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PenaltySource {
+    /// No interval had enough local and remote requests yet.
+    Prior,
+    /// The moving average of measured ratios.
+    Measured,
+    /// `numa_penalty_override` from the configuration.
+    Override,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NumaPenalty {
+    /// `None` until the first measurement.
+    ewma: Option<f64>,
+    /// Intervals that contributed a ratio.
+    samples: u64,
+}
+
+impl NumaPenalty {
+    pub(crate) fn new() -> NumaPenalty {
+        NumaPenalty {
+            ewma: None,
+            samples: 0,
+        }
+    }
+
+    /// Adds an interval's ratio, if it has one; returns whether it did.
+    pub(crate) fn observe(&mut self, ratio: Option<f64>, cfg: &ControllerConfig) -> bool {
+        let Some(r) = ratio.filter(|r| r.is_finite()) else {
+            return false;
+        };
+        let r = r.clamp(NUMA_PENALTY_MIN, NUMA_PENALTY_MAX);
+        self.ewma = Some(match self.ewma {
+            None => r,
+            Some(avg) => avg + cfg.numa_alpha * (r - avg),
+        });
+        self.samples = self.samples.saturating_add(1);
+        true
+    }
+
+    /// The penalty to balance contention against, and where it came from.
+    pub(crate) fn value(&self, cfg: &ControllerConfig) -> (f64, PenaltySource) {
+        if let Some(p) = cfg.numa_penalty_override {
+            return (p, PenaltySource::Override);
+        }
+        match self.ewma {
+            Some(avg) => (avg, PenaltySource::Measured),
+            None => (cfg.numa_prior, PenaltySource::Prior),
+        }
+    }
+
+    pub(crate) fn to_state(&self) -> NumaState {
+        NumaState {
+            ewma: self.ewma,
+            samples: self.samples,
+        }
+    }
+
+    /// A stored average outside the believable range, or not a number, is dropped
+    /// (back to the prior) rather than trusted.
+    pub(crate) fn from_state(s: &NumaState) -> NumaPenalty {
+        let ewma = s
+            .ewma
+            .filter(|p| (NUMA_PENALTY_MIN..=NUMA_PENALTY_MAX).contains(p));
+        NumaPenalty {
+            ewma,
+            samples: if ewma.is_some() { s.samples } else { 0 },
+        }
+    }
+}

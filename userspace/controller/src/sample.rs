@@ -1,0 +1,90 @@
+//! What one interval measured on a node, and the two ratios the controller reads
+//! from it.
+//!
+//! Everything here comes from counters that may be torn, empty or nonsensical (a
+//! division by a zero count upstream, a clock that went backwards), so a mean is only
+//! used when it is a finite number in its range and enough samples stand behind it.
+//! Anything else is "no data": it adds nothing rather than a wrong point.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::NUMA_PENALTY_MAX;
+
+/// Contention observations are capped here. The threshold is decided where P_cont
+/// crosses P_numa, which never exceeds [`NUMA_PENALTY_MAX`]; far above that, "how
+/// much too slow" no longer matters, and an absurd but finite interval (a run delay
+/// a million times the I/O) could otherwise drag the curve fit arbitrarily far.
+pub const CONTENTION_MAX: f64 = 10.0 * NUMA_PENALTY_MAX;
+
+/// A mean over `count` samples. `count` 0 means no data, whatever `mean_ns` says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStat {
+    pub count: u64,
+    pub mean_ns: f64,
+}
+
+impl LatencyStat {
+    pub fn new(count: u64, mean_ns: f64) -> LatencyStat {
+        LatencyStat { count, mean_ns }
+    }
+
+    /// The mean if at least `min_count` samples back it and it is a finite, positive
+    /// duration. Used for device latencies, which are never zero, and are divided by.
+    fn positive_mean(&self, min_count: u64) -> Option<f64> {
+        let ok = self.count > 0
+            && self.count >= min_count
+            && self.mean_ns.is_finite()
+            && self.mean_ns > 0.0;
+        ok.then_some(self.mean_ns)
+    }
+
+    /// The same, but zero is a valid mean: a task that never waits for a CPU.
+    fn non_negative_mean(&self, min_count: u64) -> Option<f64> {
+        let ok = self.count > 0
+            && self.count >= min_count
+            && self.mean_ns.is_finite()
+            && self.mean_ns >= 0.0;
+        ok.then_some(self.mean_ns)
+    }
+}
+
+/// One control interval of one node hosting NVMe devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeSample {
+    /// I/O-bound tasks placed on the node during the interval (the caller's mean,
+    /// rounded).
+    pub placed: u32,
+    /// Device latency of requests submitted from this node to its own devices.
+    pub local_lat: LatencyStat,
+    /// Device latency of requests to this node's devices submitted from other nodes.
+    pub remote_lat: LatencyStat,
+    /// Runnable-to-running delay of the placed I/O-bound tasks on this node.
+    pub run_delay: LatencyStat,
+}
+
+impl NodeSample {
+    /// remote / local device latency: what one request pays for crossing the
+    /// interconnect, as a factor. Needs `min_samples` on both sides. Not clamped here:
+    /// the estimator decides what to believe.
+    pub fn numa_ratio(&self, min_samples: u64) -> Option<f64> {
+        let local = self.local_lat.positive_mean(min_samples)?;
+        let remote = self.remote_lat.positive_mean(min_samples)?;
+        let ratio = remote / local;
+        ratio.is_finite().then_some(ratio)
+    }
+
+    /// 1 + run delay / local latency: how much longer a placed task's I/O round trip
+    /// gets because it waits for a CPU before it can submit the next request, as a
+    /// factor comparable with [`NodeSample::numa_ratio`]. Needs `min_samples` run
+    /// delays; any local latency will do as the yardstick, since the run delay is the
+    /// quantity the samples must back. At most [`CONTENTION_MAX`].
+    pub fn contention(&self, min_samples: u64) -> Option<f64> {
+        if self.placed == 0 {
+            return None;
+        }
+        let delay = self.run_delay.non_negative_mean(min_samples)?;
+        let local = self.local_lat.positive_mean(1)?;
+        let p = 1.0 + delay / local;
+        p.is_finite().then_some(p.min(CONTENTION_MAX))
+    }
+}

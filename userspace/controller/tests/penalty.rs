@@ -1,0 +1,126 @@
+//! Where P_numa comes from: the prior, the measurement, or the override.
+
+mod common;
+
+use common::*;
+use esn_controller::{ControllerConfig, LatencyStat, NodeController, NodeSample, PenaltySource};
+
+/// An interval with only latencies (no placed task, so no contention point).
+fn latencies(local: f64, remote: f64, count: u64) -> NodeSample {
+    NodeSample {
+        placed: 0,
+        local_lat: LatencyStat::new(count, local),
+        remote_lat: LatencyStat::new(count, remote),
+        run_delay: LatencyStat::default(),
+    }
+}
+
+#[test]
+fn the_prior_stands_until_remote_requests_are_measured() {
+    let mut sim = SimNode::new(3.0, 0.05);
+    let mut ctrl = NodeController::new(0, DEMAND, DEMAND, &ControllerConfig::default());
+    let mut in_force = ctrl.threshold();
+    let mut last = None;
+    for _ in 0..300 {
+        let mut s = sim.sample(in_force);
+        // No request from another node ever reaches this node's devices.
+        s.remote_lat = LatencyStat::default();
+        let d = ctrl.step(&s);
+        assert_eq!(d.p_numa_source, PenaltySource::Prior);
+        assert_eq!(d.p_numa, 1.3);
+        in_force = d.threshold;
+        last = Some(d);
+    }
+    // Balanced against the prior, whatever the unseen true penalty is.
+    assert_eq!(learned(&last.unwrap()), 2);
+}
+
+#[test]
+fn the_first_measurement_replaces_the_prior_then_averages() {
+    let cfg = ControllerConfig::default();
+    let mut ctrl = NodeController::new(0, 4, DEMAND, &cfg);
+    let d = ctrl.step(&latencies(10_000.0, 20_000.0, 100));
+    assert_eq!(d.p_numa_source, PenaltySource::Measured);
+    assert_eq!(d.p_numa, 2.0);
+    let d = ctrl.step(&latencies(10_000.0, 30_000.0, 100));
+    assert!(
+        (d.p_numa - (2.0 + cfg.numa_alpha * 1.0)).abs() < 1e-12,
+        "{}",
+        d.p_numa
+    );
+}
+
+#[test]
+fn too_few_requests_on_either_side_are_no_measurement() {
+    let cfg = ControllerConfig::default();
+    let mut ctrl = NodeController::new(0, 4, DEMAND, &cfg);
+    let few = cfg.min_samples - 1;
+    let mut s = latencies(10_000.0, 20_000.0, cfg.min_samples);
+    s.remote_lat.count = few;
+    assert_eq!(ctrl.step(&s).p_numa_source, PenaltySource::Prior);
+    let mut s = latencies(10_000.0, 20_000.0, cfg.min_samples);
+    s.local_lat.count = few;
+    assert_eq!(ctrl.step(&s).p_numa_source, PenaltySource::Prior);
+    let s = latencies(10_000.0, 20_000.0, cfg.min_samples);
+    assert_eq!(ctrl.step(&s).p_numa_source, PenaltySource::Measured);
+}
+
+#[test]
+fn measured_ratios_are_clamped_to_the_believable_range() {
+    let mut ctrl = NodeController::new(0, 4, DEMAND, &ControllerConfig::default());
+    // Remote faster than local: the interconnect cannot make requests cheaper.
+    assert_eq!(ctrl.step(&latencies(10_000.0, 5_000.0, 100)).p_numa, 1.0);
+
+    let cfg = ControllerConfig {
+        numa_alpha: 1.0,
+        ..ControllerConfig::default()
+    };
+    let mut ctrl = NodeController::new(0, 4, DEMAND, &cfg);
+    assert_eq!(ctrl.step(&latencies(10.0, 1e9, 100)).p_numa, 10.0);
+    // Even then one absurd interval moves the default average by alpha × the range.
+    let mut ctrl = NodeController::new(0, 4, DEMAND, &ControllerConfig::default());
+    ctrl.step(&latencies(10_000.0, 13_000.0, 100));
+    let d = ctrl.step(&latencies(10.0, 1e9, 100));
+    assert!((d.p_numa - (1.3 + 0.2 * 8.7)).abs() < 1e-9, "{}", d.p_numa);
+}
+
+#[test]
+fn measurement_steers_the_threshold() {
+    let mut sim = SimNode::new(3.0, 0.05);
+    let mut ctrl = NodeController::new(0, 1, DEMAND, &ControllerConfig::default());
+    let decisions = run(&mut ctrl, &mut sim, 300);
+    let last = decisions.last().unwrap();
+    assert_eq!(last.p_numa_source, PenaltySource::Measured);
+    assert!((last.p_numa - 3.0).abs() < 1e-9);
+    assert_eq!(learned(last), 8);
+}
+
+#[test]
+fn the_override_wins_over_the_measurement() {
+    let cfg = ControllerConfig {
+        numa_penalty_override: Some(3.0),
+        ..ControllerConfig::default()
+    };
+    // Remote requests measure as fast as local ones.
+    let mut sim = SimNode::new(1.0, 0.05);
+    for start in [1, DEMAND] {
+        let mut ctrl = NodeController::new(0, start, DEMAND, &cfg);
+        let decisions = run(&mut ctrl, &mut sim, 300);
+        for d in &decisions {
+            assert_eq!(d.p_numa_source, PenaltySource::Override);
+            assert_eq!(d.p_numa, 3.0);
+        }
+        let at = settled_at(&decisions, 8).expect("settles on 8");
+        assert!(at <= 150, "start {start}: settled at {at}");
+    }
+}
+
+#[test]
+fn without_the_override_the_same_node_spills_early() {
+    // The control for the test above: measured at 1.0, no task is worth keeping
+    // beyond the first.
+    let mut sim = SimNode::new(1.0, 0.05);
+    let mut ctrl = NodeController::new(0, DEMAND, DEMAND, &ControllerConfig::default());
+    let decisions = run(&mut ctrl, &mut sim, 300);
+    assert_eq!(learned(decisions.last().unwrap()), 1);
+}

@@ -1,0 +1,67 @@
+//! The two ratios read from a sample, and when a sample has none.
+
+use esn_controller::{LatencyStat, NodeSample, CONTENTION_MAX};
+
+fn sample(placed: u32, local: (u64, f64), remote: (u64, f64), delay: (u64, f64)) -> NodeSample {
+    NodeSample {
+        placed,
+        local_lat: LatencyStat::new(local.0, local.1),
+        remote_lat: LatencyStat::new(remote.0, remote.1),
+        run_delay: LatencyStat::new(delay.0, delay.1),
+    }
+}
+
+#[test]
+fn ratios_of_a_good_sample() {
+    let s = sample(4, (100, 10_000.0), (100, 13_000.0), (100, 2_500.0));
+    assert!((s.numa_ratio(50).unwrap() - 1.3).abs() < 1e-12);
+    assert!((s.contention(50).unwrap() - 1.25).abs() < 1e-12);
+}
+
+#[test]
+fn a_task_that_never_waits_has_no_contention() {
+    let s = sample(4, (100, 10_000.0), (0, 0.0), (100, 0.0));
+    assert_eq!(s.contention(50), Some(1.0));
+    assert_eq!(s.numa_ratio(50), None);
+}
+
+#[test]
+fn contention_needs_enough_run_delays_but_any_local_latency() {
+    let s = sample(4, (1, 10_000.0), (0, 0.0), (50, 5_000.0));
+    assert_eq!(s.contention(50), Some(1.5));
+    let s = sample(4, (1, 10_000.0), (0, 0.0), (49, 5_000.0));
+    assert_eq!(s.contention(50), None);
+    let s = sample(4, (0, 10_000.0), (0, 0.0), (100, 5_000.0));
+    assert_eq!(s.contention(50), None);
+}
+
+#[test]
+fn contention_needs_a_placed_task() {
+    let s = sample(0, (100, 10_000.0), (0, 0.0), (100, 5_000.0));
+    assert_eq!(s.contention(50), None);
+}
+
+#[test]
+fn broken_means_are_no_data() {
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -5.0] {
+        let s = sample(4, (100, bad), (100, 13_000.0), (100, 2_500.0));
+        assert_eq!(s.numa_ratio(50), None, "{bad}");
+        assert_eq!(s.contention(50), None, "{bad}");
+        let s = sample(4, (100, 10_000.0), (100, bad), (100, bad));
+        assert_eq!(s.numa_ratio(50), None, "{bad}");
+        assert_eq!(s.contention(50), None, "{bad}");
+    }
+    // Zero is no latency for a device.
+    let s = sample(4, (100, 0.0), (100, 13_000.0), (100, 2_500.0));
+    assert_eq!(s.numa_ratio(50), None);
+    assert_eq!(s.contention(50), None);
+    let s = sample(4, (100, 10_000.0), (100, 0.0), (100, 2_500.0));
+    assert_eq!(s.numa_ratio(50), None);
+    // Finite but absurd: capped, so one interval cannot drag the fit anywhere.
+    let s = sample(4, (100, 1.0), (0, 0.0), (100, 1e200));
+    assert_eq!(s.contention(50), Some(CONTENTION_MAX));
+    // Finite means whose ratio overflows.
+    let s = sample(4, (100, 1e-300), (100, 1e300), (100, 1e300));
+    assert_eq!(s.numa_ratio(50), None);
+    assert_eq!(s.contention(50), None);
+}
