@@ -346,7 +346,8 @@ pub fn object_cost(object: &libbpf_rs::Object) -> BpfCost {
 }
 
 impl BlkObsMaps<'_> {
-    fn stat(&self, idx: u32) -> Result<u64> {
+    /// One `enum esn_stat` counter, summed over CPUs.
+    pub fn stat(&self, idx: u32) -> Result<u64> {
         let values = self
             .stats
             .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)

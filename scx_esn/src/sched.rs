@@ -185,16 +185,10 @@ impl<'a> Scheduler<'a> {
     }
 
     fn read_counters(&self) -> Result<Counters> {
+        let maps = self.blkobs_maps();
         let mut out = [0u64; counters::NAMES.len()];
         for (idx, slot) in out.iter_mut().enumerate() {
-            let values = self
-                .skel
-                .maps
-                .stats
-                .lookup_percpu(&(idx as u32).to_ne_bytes(), MapFlags::ANY)
-                .context("reading the stats map")?
-                .unwrap_or_default();
-            *slot = counters::sum_percpu(&values);
+            *slot = maps.stat(idx as u32)?;
         }
         Ok(out)
     }
