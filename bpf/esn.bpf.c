@@ -22,7 +22,9 @@
  *     queue (everything else, vtime-ordered, stolen freely by idle nodes).
  *
  * Userspace (scx_esn/src/sched.rs) fills the topology rodata before load, the
- * device and threshold maps before attach, and may rewrite thresholds live.
+ * device and threshold maps before attach, and its controller (control.rs)
+ * rewrites the thresholds live; a node over its new threshold sheds the
+ * excess at the placed tasks' next wake-ups.
  */
 #include <scx/common.bpf.h>
 
@@ -258,6 +260,21 @@ static void release_placement(u32 tid, u32 node)
  * The unlocked read only avoids hammering the counter; the slot itself is
  * taken atomically when the task is placed again.
  */
+/*
+ * The controller lowered @node's threshold below the tasks it holds: the
+ * excess must go, or a lowered threshold would only take effect as placed
+ * tasks stop doing I/O, which busy ones never do. Each placed task checks at
+ * its next wake-up; tasks that shed together are re-placed one by one, the
+ * first ones taking home's free slots again.
+ */
+static bool node_over_threshold(u32 node)
+{
+	u32 *limit = bpf_map_lookup_elem(&node_threshold, &node);
+	u32 *count = MEMBER_VPTR(nr_placed, [node]);
+
+	return limit && count && *count > *limit;
+}
+
 static bool can_return_home(struct task_struct *p, u32 node, u32 home)
 {
 	u32 *limit = bpf_map_lookup_elem(&node_threshold, &home);
@@ -333,14 +350,18 @@ static u8 task_target_node(struct task_struct *p)
 	home = io_bound_home(p, io, now, pl);
 	if (pl) {
 		node = pl->node;
+		bool shed = node_over_threshold(node);
+
 		if (home == pl->home_node && task_allowed_on_node(p, node) &&
-		    !can_return_home(p, node, home)) {
+		    !can_return_home(p, node, home) && !shed) {
 			if (io)
 				pl->last_io_ns = io->last_io_ns;
 			return node;
 		}
 		/* Re-placed from scratch below: home first. */
-		if (node != home && home == pl->home_node)
+		if (shed)
+			stat_inc(ESN_STAT_SHED);
+		else if (node != home && home == pl->home_node)
 			stat_inc(ESN_STAT_RETURN_HOME);
 		release_placement(tid, node);
 	}

@@ -78,6 +78,7 @@ enum esn_stat {
 	ESN_STAT_RQ_UNTRACKED,	/* completed without a start: before attach */
 	ESN_STAT_RQ_INFLIGHT_FULL, /* in-flight table full: request not tracked */
 	ESN_STAT_RQ_REQUEUED,	/* requeued: its issue time starts over */
+	ESN_STAT_SHED,		/* placement dropped: its node's threshold fell */
 	ESN_NR_STATS,
 };
 

@@ -14,6 +14,7 @@
 //! by both objects), so everything here works on `&dyn MapCore` and on
 //! program names, never on one skeleton's generated types.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
@@ -356,16 +357,10 @@ impl BlkObsMaps<'_> {
         Ok(sum_percpu(&values))
     }
 
-    /// One consistent-enough read of every table (each map is read once;
-    /// counters only grow, so deltas between reads stay meaningful).
-    pub fn snapshot(&self, nr_nodes: u32, cost: BpfCost, aged_out: u64) -> Result<RawSnapshot> {
-        let mut snap = RawSnapshot {
-            at_ns: monotonic_ns(),
-            cost,
-            aged_out,
-            ..Default::default()
-        };
-
+    /// The per-(device, locality, op) counters alone: what the controller
+    /// reads every interval, without walking the task table.
+    pub fn io_counters(&self) -> Result<BTreeMap<IoKey, IoCounters>> {
+        let mut io = BTreeMap::new();
         for key in self.io_hists.keys() {
             let Some(value) = self.io_hists.lookup(&key, MapFlags::ANY)? else {
                 continue; // deleted between keys() and lookup()
@@ -378,7 +373,7 @@ impl BlkObsMaps<'_> {
             };
             let q = bpf_intf::esn_lat_kind_ESN_LAT_QUEUE as usize;
             let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
-            snap.io.insert(
+            io.insert(
                 IoKey {
                     dev: DevT(k.dev),
                     locality,
@@ -393,6 +388,20 @@ impl BlkObsMaps<'_> {
                 },
             );
         }
+        Ok(io)
+    }
+
+    /// One consistent-enough read of every table (each map is read once;
+    /// counters only grow, so deltas between reads stay meaningful).
+    pub fn snapshot(&self, nr_nodes: u32, cost: BpfCost, aged_out: u64) -> Result<RawSnapshot> {
+        let mut snap = RawSnapshot {
+            at_ns: monotonic_ns(),
+            cost,
+            aged_out,
+            ..Default::default()
+        };
+
+        snap.io = self.io_counters()?;
 
         for node in 0..nr_nodes {
             let Some(per_cpu) = self

@@ -13,9 +13,17 @@ NUMA- and NVMe-aware sched_ext scheduler (\"lesser evil\" placement).
 A thread that issues block I/O from a socket other than its NVMe device's pays \
 an interconnect penalty; crowding every I/O thread onto the device's socket \
 pays CPU contention instead. scx_esn keeps I/O-bound tasks on the NUMA node of \
-the device they use until that node holds --threshold of them, then spills the \
-excess to the nearest node by NUMA distance that has room. Other tasks are \
+the device they use until that node holds its threshold of them, then spills \
+the excess to the nearest node by NUMA distance that has room. Other tasks are \
 scheduled fairly (vtime) and idle CPUs steal them from any node.
+
+The threshold is learned live, per node hosting block devices: every \
+--control-interval the NUMA penalty (remote over local device latency) is \
+weighed against the contention penalty (how long the node's placed I/O tasks \
+wait for a CPU), and the threshold moves toward the largest task count whose \
+contention is still the lesser evil. What was learned is kept in --state-file \
+for the next run on the same topology. --threshold pins it instead; `scx_esn \
+profile` measures the curve with fio beforehand.
 
 Without a subcommand, scx_esn loads the scheduler (root, a kernel with \
 CONFIG_SCHED_CLASS_EXT, 6.12 or later) and runs until SIGINT or SIGTERM, then \
@@ -85,11 +93,34 @@ pub struct ObserveOpts {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SchedOpts {
-    /// I/O-bound tasks a node keeps before the excess spills to the nearest
-    /// node with room. Default: each node's number of online CPUs, one I/O
-    /// thread per CPU before they queue behind each other.
+    /// Pin the threshold: I/O-bound tasks a node keeps before the excess
+    /// spills to the nearest node with room, the same on every node, never
+    /// changed. Without it the threshold of each node hosting block devices
+    /// is learned live (see --numa-penalty); other nodes keep their number of
+    /// online CPUs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub threshold: Option<u32>,
+
+    /// Use this NUMA penalty (remote over local I/O cost, 1.0-10.0) instead
+    /// of measuring it. For machines where the measured latency ratio is
+    /// known to mislead (an emulator, a device whose remote penalty shows in
+    /// throughput rather than latency). Until a node has measured its own,
+    /// the prior 1.3 is used.
+    #[arg(long, value_name = "X", conflicts_with = "threshold", value_parser = numa_penalty)]
+    pub numa_penalty: Option<f64>,
+
+    /// Seconds between two steps of the threshold controller.
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    pub control_interval: f64,
+
+    /// Where the learned thresholds and curves are kept between runs. They
+    /// are reused only on the topology they were learned on.
+    #[arg(long, value_name = "FILE", default_value = crate::control::DEFAULT_STATE_FILE)]
+    pub state_file: PathBuf,
+
+    /// Neither read nor write the learned state: start from scratch.
+    #[arg(long)]
+    pub no_state: bool,
 
     /// Print scheduler counters every SECS seconds while running.
     #[arg(long, value_name = "SECS")]
@@ -142,6 +173,20 @@ pub struct SchedOpts {
     pub verbose: u8,
 }
 
+/// A NUMA penalty the controller will believe.
+fn numa_penalty(text: &str) -> Result<f64, String> {
+    let p: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    let (lo, hi) = (esn_controller::NUMA_PENALTY_MIN, esn_controller::NUMA_PENALTY_MAX);
+    if !(lo..=hi).contains(&p) {
+        return Err(format!(
+            "{p} is outside {lo}..{hi} (1.0: remote I/O costs nothing more)"
+        ));
+    }
+    Ok(p)
+}
+
 /// Longest interval or duration accepted: a year, so that adding it to a
 /// clock reading can never overflow.
 const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
@@ -185,6 +230,19 @@ mod tests {
             opts.command,
             Some(Command::Topology { json: true })
         ));
+    }
+
+    #[test]
+    fn numa_penalty_is_checked_and_excludes_a_pinned_threshold() {
+        let opts = Opts::try_parse_from(["scx_esn", "--numa-penalty", "3"]).unwrap();
+        assert_eq!(opts.sched.numa_penalty, Some(3.0));
+        for bad in ["0.5", "11", "nan", "x"] {
+            let err = Opts::try_parse_from(["scx_esn", "--numa-penalty", bad]).unwrap_err();
+            assert!(err.to_string().contains("numa-penalty"), "{err}");
+        }
+        let err = Opts::try_parse_from(["scx_esn", "--numa-penalty", "2", "--threshold", "2"])
+            .unwrap_err();
+        assert!(err.to_string().contains("cannot be used with"), "{err}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "rq_untracked",
     "rq_inflight_full",
     "rq_requeued",
+    "shed",
 ];
 
 pub type Counters = [u64; NAMES.len()];

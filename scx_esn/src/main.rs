@@ -9,6 +9,7 @@ mod blkobs;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
+mod control;
 mod counters;
 mod observe;
 mod observe_skel;
@@ -73,7 +74,28 @@ fn check_sched_ext() -> Result<()> {
     Ok(())
 }
 
+/// The controller's settings, or `None` when --threshold pins the thresholds.
+fn learning(opts: &SchedOpts) -> Result<Option<sched::Learning>> {
+    let interval = cli::positive_secs("--control-interval", opts.control_interval)?;
+    if opts.threshold.is_some() {
+        return Ok(None);
+    }
+    let config = esn_controller::ControllerConfig {
+        numa_penalty_override: opts.numa_penalty,
+        ..Default::default()
+    };
+    if let Err(why) = config.validate() {
+        bail!("controller configuration: {why}");
+    }
+    Ok(Some(sched::Learning {
+        config,
+        interval,
+        state_file: (!opts.no_state).then(|| opts.state_file.clone()),
+    }))
+}
+
 fn run_scheduler(opts: &SchedOpts) -> Result<()> {
+    let learning = learning(opts)?;
     check_sched_ext()?;
     let stats_every = opts
         .stats
@@ -86,7 +108,8 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         let topo = discover(opts)?;
         let plan = Plan::new(&topo, opts.threshold)?;
         let devices = blkobs::device_table(&topo);
-        let mut scheduler = sched::Scheduler::init(opts, plan, devices, &mut open_object)?;
+        let mut scheduler =
+            sched::Scheduler::init(opts, plan, devices, learning.as_ref(), &mut open_object)?;
         let exit = scheduler.run(&shutdown, stats_every)?;
         if !exit.should_restart() {
             return Ok(());

@@ -39,6 +39,8 @@ pub struct Plan {
     pub node_has_cpus: Vec<bool>,
     /// For each node id, the other nodes with CPUs, nearest first.
     pub spill_order: Vec<Vec<u8>>,
+    /// Online CPUs per node id.
+    pub node_cpus: Vec<u32>,
     /// Slots per node id (0 for nodes without CPUs).
     pub thresholds: Vec<u32>,
     pub devices: Vec<DeviceHome>,
@@ -82,10 +84,12 @@ impl Plan {
 
         let mut node_has_cpus = vec![false; nr_nodes as usize];
         let mut spill_order = vec![Vec::new(); nr_nodes as usize];
+        let mut node_cpus = vec![0u32; nr_nodes as usize];
         let mut thresholds = vec![0u32; nr_nodes as usize];
         for node in &topo.nodes {
             let id = node.id as usize;
             node_has_cpus[id] = !node.cpus.is_empty();
+            node_cpus[id] = node.cpus.len() as u32;
             spill_order[id] = topo
                 .spill_order(node.id)
                 .into_iter()
@@ -130,6 +134,7 @@ impl Plan {
             cpu_node,
             node_has_cpus,
             spill_order,
+            node_cpus,
             thresholds,
             devices,
             skipped,
@@ -201,6 +206,7 @@ mod tests {
         assert_eq!(plan.nr_nodes, 2);
         assert_eq!(plan.cpu_node, vec![0, 0, 1, 1]);
         assert_eq!(plan.thresholds, vec![2, 2]);
+        assert_eq!(plan.node_cpus, vec![2, 2]);
         assert_eq!(plan.spill_order, vec![vec![1], vec![0]]);
         assert_eq!(plan.devices.len(), 1);
         assert_eq!(plan.devices[0].dev, (259 << 20));

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  open ─► rodata (tunables, topology) ─► load (verifier) ─► maps (thresholds,
-//!  devices) ─► attach ─► loop { exited? · shutdown? · --stats line } ─► detach
+//!  devices) ─► attach ─► loop { exited? · shutdown? · controller step ·
+//!  --stats line } ─► detach ─► save what the controller learned
 //! ```
 //!
 //! Exit codes: 0 after SIGINT/SIGTERM or a kernel-initiated unregister that
@@ -31,11 +32,23 @@ use crate::blkobs::{self, BlkObsMaps, HookPrefs};
 use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
+use crate::control::{self, Control};
 use crate::counters::{self, Counters, NodeLoad, NodeWaits};
 use crate::plan::Plan;
 
 /// How often requests that never completed are looked for.
 const INFLIGHT_AGING_EVERY: Duration = Duration::from_secs(5);
+
+/// How often the learned state is written while running (and at exit), so a
+/// crash or power loss costs at most this much learning.
+const STATE_SAVE_EVERY: Duration = Duration::from_secs(60);
+
+/// The threshold controller's part of the options; `None` pins thresholds.
+pub struct Learning {
+    pub config: esn_controller::ControllerConfig,
+    pub interval: Duration,
+    pub state_file: Option<std::path::PathBuf>,
+}
 
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -43,6 +56,10 @@ pub struct Scheduler<'a> {
     plan: Plan,
     devices: DeviceTable,
     io_half_life_ns: u64,
+    /// What node_threshold holds now, indexed by node.
+    thresholds: Vec<u32>,
+    control: Option<Control>,
+    control_every: Duration,
 }
 
 /// libbpf's own messages go to our log. Its warnings (the verifier log on a
@@ -96,6 +113,7 @@ impl<'a> Scheduler<'a> {
         opts: &SchedOpts,
         plan: Plan,
         devices: DeviceTable,
+        learning: Option<&Learning>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         // Root here may lack CAP_SYS_RESOURCE; recent kernels charge BPF
@@ -134,7 +152,27 @@ impl<'a> Scheduler<'a> {
 
         let mut skel = scx_ops_load!(skel, esn_ops, uei)?;
 
-        for (node, &limit) in plan.thresholds.iter().enumerate() {
+        let mut thresholds = plan.thresholds.clone();
+        let mut control = None;
+        if let Some(learning) = learning {
+            let maps = blkobs_maps_of(&skel, opts.io_half_life_ms * 1_000_000);
+            let c = Control::new(
+                &plan,
+                &learning.config,
+                learning.state_file.clone(),
+                control::topology_fingerprint(&plan),
+                maps.io_counters()?,
+                read_node_waits(&skel, plan.nr_nodes)?,
+            );
+            for (node, limit) in c.initial_thresholds() {
+                thresholds[node as usize] = limit;
+            }
+            if c.is_empty() {
+                info!("no block device with a known node: no threshold to learn");
+            }
+            control = Some(c);
+        }
+        for (node, &limit) in thresholds.iter().enumerate() {
             skel.maps
                 .node_threshold
                 .update(
@@ -172,8 +210,14 @@ impl<'a> Scheduler<'a> {
 
         let link = scx_ops_attach!(skel, esn_ops)?;
         info!(
-            "scx_esn attached: {} node(s), thresholds {:?}",
-            plan.nr_nodes, plan.thresholds
+            "scx_esn attached: {} node(s), thresholds {:?} ({})",
+            plan.nr_nodes,
+            thresholds,
+            match &control {
+                Some(c) if !c.is_empty() => "learned live",
+                Some(_) => "nothing to learn",
+                None => "pinned",
+            }
         );
         Ok(Scheduler {
             skel,
@@ -181,6 +225,9 @@ impl<'a> Scheduler<'a> {
             plan,
             devices,
             io_half_life_ns: opts.io_half_life_ms * 1_000_000,
+            thresholds,
+            control,
+            control_every: learning.map_or(Duration::MAX, |l| l.interval),
         })
     }
 
@@ -193,30 +240,49 @@ impl<'a> Scheduler<'a> {
         Ok(out)
     }
 
-    /// Cumulative runnable-to-running waits, indexed by node.
     fn read_node_waits(&self) -> Result<Vec<NodeWaits>> {
-        let mut out = vec![NodeWaits::default(); self.plan.nr_nodes as usize];
-        for (node, sum) in out.iter_mut().enumerate() {
-            let per_cpu = self
-                .skel
-                .maps
-                .node_sched
-                .lookup_percpu(&(node as u32).to_ne_bytes(), MapFlags::ANY)
-                .context("reading the node_sched map")?
-                .unwrap_or_default();
-            for value in &per_cpu {
-                let v: bpf_intf::esn_node_sched = blkobs::read_pod(value)?;
-                sum.io_waits += v.io_waits;
-                sum.io_wait_ns += v.io_wait_ns;
-                sum.fair_waits += v.fair_waits;
-                sum.fair_wait_ns += v.fair_wait_ns;
+        read_node_waits(&self.skel, self.plan.nr_nodes)
+    }
+
+    /// BPF's nr_placed, indexed by node.
+    fn nr_placed(&self) -> Vec<u32> {
+        let bss = self.skel.maps.bss_data.as_ref();
+        (0..self.plan.nr_nodes as usize)
+            .map(|node| bss.map(|b| b.nr_placed[node]).unwrap_or(0))
+            .collect()
+    }
+
+    /// One controller step; the thresholds it changed go to BPF at once.
+    fn control_step(&mut self) -> Result<()> {
+        let io = self.blkobs_maps().io_counters()?;
+        let waits = self.read_node_waits()?;
+        let Some(control) = self.control.as_mut() else {
+            return Ok(());
+        };
+        for d in control.step(io, waits) {
+            let node = d.node as usize;
+            if self.thresholds.get(node) == Some(&d.threshold) {
+                continue;
             }
+            self.skel
+                .maps
+                .node_threshold
+                .update(
+                    &d.node.to_ne_bytes(),
+                    &d.threshold.to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .with_context(|| format!("setting the threshold of node {node}"))?;
+            if d.exploring {
+                log::debug!("node {node}: exploring threshold {}", d.threshold);
+            }
+            self.thresholds[node] = d.threshold;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn node_loads(&self, waits: &[NodeWaits]) -> Vec<NodeLoad> {
-        let bss = self.skel.maps.bss_data.as_ref();
+        let placed = self.nr_placed();
         self.plan
             .node_has_cpus
             .iter()
@@ -224,22 +290,15 @@ impl<'a> Scheduler<'a> {
             .filter(|(_, &has)| has)
             .map(|(node, _)| NodeLoad {
                 node: node as u32,
-                placed: bss.map(|b| b.nr_placed[node]).unwrap_or(0),
-                threshold: self.plan.thresholds[node],
+                placed: placed[node],
+                threshold: self.thresholds[node],
                 waits: waits.get(node).copied().unwrap_or_default(),
             })
             .collect()
     }
 
     fn blkobs_maps(&self) -> BlkObsMaps<'_> {
-        BlkObsMaps {
-            io_half_life_ns: self.io_half_life_ns,
-            inflight: &self.skel.maps.inflight,
-            io_hists: &self.skel.maps.io_hists,
-            node_io: &self.skel.maps.node_io,
-            task_io: &self.skel.maps.task_io,
-            stats: &self.skel.maps.stats,
-        }
+        blkobs_maps_of(&self.skel, self.io_half_life_ns)
     }
 
     /// The block I/O report `scx_esn observe` prints, from the scheduler's
@@ -264,8 +323,24 @@ impl<'a> Scheduler<'a> {
         let mut last_io = self.io_snapshot(aged_out)?;
         let mut next_stats = stats_every.map(|d| Instant::now() + d);
         let mut next_aging = Instant::now() + INFLIGHT_AGING_EVERY;
+        let mut next_control = Instant::now().checked_add(self.control_every);
+        let mut next_save = Instant::now() + STATE_SAVE_EVERY;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             std::thread::sleep(Duration::from_millis(100));
+            let placed = self.nr_placed();
+            if let Some(control) = self.control.as_mut() {
+                control.tick(&placed);
+                if Instant::now() >= next_save {
+                    control.save();
+                    next_save += STATE_SAVE_EVERY;
+                }
+            }
+            if let Some(at) = next_control.filter(|&at| Instant::now() >= at) {
+                self.control_step()?;
+                // Never catch up with a burst of steps after a stall: each
+                // step must cover one interval's worth of measurements.
+                next_control = Some((at + self.control_every).max(Instant::now()));
+            }
             if Instant::now() >= next_aging {
                 aged_out += self
                     .blkobs_maps()
@@ -302,6 +377,12 @@ impl<'a> Scheduler<'a> {
                         },
                     );
                     print!("{}", render_text(&report));
+                    if let Some(control) = &self.control {
+                        print!(
+                            "{}",
+                            control::format_decisions(control.decisions(), &self.thresholds)
+                        );
+                    }
                     last_io = io;
                     next_stats = Some(at + every);
                 }
@@ -311,8 +392,44 @@ impl<'a> Scheduler<'a> {
         // every task back to the fair class before we read the exit info.
         self.link.take();
         info!("scx_esn detached");
+        if let Some(control) = self.control.as_mut() {
+            control.save();
+        }
         uei_report!(&self.skel, uei)
     }
+}
+
+/// The maps blkobs.bpf.h defines, in the scheduler's object.
+fn blkobs_maps_of<'s>(skel: &'s BpfSkel<'_>, io_half_life_ns: u64) -> BlkObsMaps<'s> {
+    BlkObsMaps {
+        io_half_life_ns,
+        inflight: &skel.maps.inflight,
+        io_hists: &skel.maps.io_hists,
+        node_io: &skel.maps.node_io,
+        task_io: &skel.maps.task_io,
+        stats: &skel.maps.stats,
+    }
+}
+
+/// Cumulative runnable-to-running waits, indexed by node.
+fn read_node_waits(skel: &BpfSkel<'_>, nr_nodes: u32) -> Result<Vec<NodeWaits>> {
+    let mut out = vec![NodeWaits::default(); nr_nodes as usize];
+    for (node, sum) in out.iter_mut().enumerate() {
+        let per_cpu = skel
+            .maps
+            .node_sched
+            .lookup_percpu(&(node as u32).to_ne_bytes(), MapFlags::ANY)
+            .context("reading the node_sched map")?
+            .unwrap_or_default();
+        for value in &per_cpu {
+            let v: bpf_intf::esn_node_sched = blkobs::read_pod(value)?;
+            sum.io_waits += v.io_waits;
+            sum.io_wait_ns += v.io_wait_ns;
+            sum.fair_waits += v.fair_waits;
+            sum.fair_wait_ns += v.fair_wait_ns;
+        }
+    }
+    Ok(out)
 }
 
 /// SIGINT/SIGTERM set the flag; the loop notices within 100 ms.

@@ -21,7 +21,7 @@ use crate::evidence::Evidence;
 use crate::fit::{QuadraticFit, Reference, Update};
 use crate::penalty::NumaPenalty;
 use crate::persist::NodeState;
-use crate::sample::NodeSample;
+use crate::sample::{NodeSample, CONTENTION_MAX};
 use crate::stability::{Governor, Limits};
 use crate::target::fitted_target;
 
@@ -148,6 +148,29 @@ impl NodeController {
             placed: s.placed,
             p_cont,
         }
+    }
+
+    /// Starts from what a profile run measured instead of from nothing: each
+    /// `(n, P_cont)` point enters the fit and the evidence as a live interval at n
+    /// would, `p_numa` (if the profile could measure it) becomes the first NUMA
+    /// measurement, and the threshold is set to `threshold`, clamped into the bounds.
+    /// Points outside the bounds or not finite are skipped, as in [`Self::step`].
+    pub fn seed(&mut self, points: &[(u32, f64)], p_numa: Option<f64>, threshold: u32) {
+        self.numa.observe(p_numa, &self.cfg);
+        for &(n, y) in points {
+            if !(y.is_finite() && (1..=self.max).contains(&n)) {
+                continue;
+            }
+            let y = y.clamp(1.0, CONTENTION_MAX);
+            let reference = self.reference_for(n, y);
+            let (lambda, sigmas) = (self.cfg.lambda, self.cfg.outlier_sigmas);
+            if self.fit.update(n, y, reference, lambda, sigmas) == Update::Reset {
+                self.evidence.clear();
+            }
+        }
+        self.threshold = threshold.clamp(self.min, self.max);
+        self.since_explore = 0;
+        self.exploring = false;
     }
 
     /// Records the point as evidence and says what the fit is to check it against:

@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The live controller: what the scheduler measures goes into `esn_controller`,
+//! and the thresholds it learns go back into BPF.
+//!
+//! ```text
+//!  every 100 ms     nr_placed[node] (BPF .bss) ─────────────────────┐ mean
+//!  every interval   io_hists Δ: device latency of the node's disks, │
+//!                     local vs remote submissions ──────────────────┤
+//!                   node_sched Δ: runnable→running wait of the      │
+//!                     node's placed I/O tasks ──────────────────────┤
+//!                                                                   ▼
+//!                            NodeSample ─► NodeController::step ─► Decision
+//!                                                                   │
+//!                            node_threshold[node] (BPF map) ◄───────┘
+//!  every minute and at exit   learned state ─► --state-file
+//! ```
+//!
+//! One controller per node that hosts block devices with a known node (the
+//! node their I/O-bound users run on, see `plan.rs`); other nodes keep their
+//! CPU count as threshold, which only limits the tasks spilled onto them.
+//! A node starts from the state saved for this topology, else from its CPU
+//! count (the static default), and moves from there one step at a time.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use esn_controller::persist::{self, LoadOutcome};
+use esn_controller::{ControllerConfig, Decision, LatencyStat, NodeController, NodeSample};
+use esn_stats::devt::DevT;
+use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
+use log::{info, warn};
+
+use crate::counters::NodeWaits;
+use crate::plan::Plan;
+
+/// Where the learned state lives unless `--state-file` says otherwise.
+pub const DEFAULT_STATE_FILE: &str = "/var/lib/scx_esn/learned.json";
+
+/// One node under control, with the disks whose latency it is judged by.
+struct ControlledNode {
+    node: u32,
+    disks: Vec<DevT>,
+    ctl: NodeController,
+    /// Sum of the nr_placed readings of the interval, for the mean.
+    placed_sum: u64,
+}
+
+pub struct Control {
+    nodes: Vec<ControlledNode>,
+    fingerprint: String,
+    state_file: Option<PathBuf>,
+    ticks: u32,
+    last_io: BTreeMap<IoKey, IoCounters>,
+    last_waits: Vec<NodeWaits>,
+    /// The last decision of each controlled node, for the stats.
+    decisions: Vec<Decision>,
+    /// A failed save warns once, not every minute.
+    save_failed: bool,
+}
+
+/// A short text that changes whenever what was learned stops applying: the
+/// nodes with their CPU counts and distances, and the disks with their node.
+pub fn topology_fingerprint(plan: &Plan) -> String {
+    let mut out = String::from("nodes");
+    for (node, &cpus) in plan.node_cpus.iter().enumerate() {
+        if cpus == 0 {
+            continue;
+        }
+        let _ = write!(out, " {node}:{cpus}cpu");
+        for other in plan.spill_order.get(node).into_iter().flatten() {
+            let _ = write!(out, ">{other}");
+        }
+    }
+    out.push_str("; disks");
+    for dev in &plan.devices {
+        let _ = write!(out, " {}@{}", dev.name, dev.run_node);
+    }
+    out
+}
+
+/// Mean device latency (issue to completion) of reads and writes to `disks`
+/// submitted with `locality`, over what happened between the two readings.
+/// Flushes and discards are left out: their latency says nothing about the
+/// path a data transfer takes.
+fn device_latency(
+    before: &BTreeMap<IoKey, IoCounters>,
+    now: &BTreeMap<IoKey, IoCounters>,
+    disks: &[DevT],
+    locality: Locality,
+) -> LatencyStat {
+    let (mut count, mut sum_ns) = (0u64, 0u64);
+    for (key, counters) in now {
+        if key.locality != locality
+            || !matches!(key.op, Op::Read | Op::Write)
+            || !disks.contains(&key.dev)
+        {
+            continue;
+        }
+        let delta = match before.get(key) {
+            Some(earlier) => counters.device.delta(&earlier.device),
+            None => counters.device.clone(),
+        };
+        count = count.saturating_add(delta.count);
+        sum_ns = sum_ns.saturating_add(delta.sum_ns);
+    }
+    let mean = if count > 0 {
+        sum_ns as f64 / count as f64
+    } else {
+        0.0
+    };
+    LatencyStat::new(count, mean)
+}
+
+/// What one interval measured on a node: `waits` are the interval's
+/// runnable-to-running waits on it, `placed` the mean of its nr_placed
+/// readings (rounded).
+pub fn node_sample(
+    before: &BTreeMap<IoKey, IoCounters>,
+    now: &BTreeMap<IoKey, IoCounters>,
+    disks: &[DevT],
+    waits: &NodeWaits,
+    placed: u32,
+) -> NodeSample {
+    NodeSample {
+        placed,
+        local_lat: device_latency(before, now, disks, Locality::Local),
+        remote_lat: device_latency(before, now, disks, Locality::Remote),
+        run_delay: LatencyStat::new(waits.io_waits, waits.io_mean_ns().unwrap_or(0.0)),
+    }
+}
+
+/// Rounded mean of `ticks` readings summing to `sum`; 0 without readings.
+fn mean_placed(sum: u64, ticks: u32) -> u32 {
+    if ticks == 0 {
+        return 0;
+    }
+    ((sum + u64::from(ticks) / 2) / u64::from(ticks)) as u32
+}
+
+/// The learned state of `state_file` for `fingerprint`, or nothing (said in
+/// the log): never an error, a bad file only costs what it had learned.
+fn load_state(state_file: Option<&Path>, fingerprint: &str) -> Option<persist::LearnedState> {
+    let path = state_file?;
+    match persist::load(path, fingerprint) {
+        LoadOutcome::Loaded(state) => Some(state),
+        LoadOutcome::Missing => {
+            info!(
+                "no learned state at {}: learning from scratch",
+                path.display()
+            );
+            None
+        }
+        LoadOutcome::Ignored(why) => {
+            warn!(
+                "ignoring the learned state in {}: {why}; learning from scratch \
+                 (the file is replaced at the next save)",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+impl Control {
+    /// Controllers for the nodes hosting `plan`'s devices, restored from
+    /// `state_file` when it was learned on this topology. `io` and `waits`
+    /// are the current cumulative readings the first interval starts from.
+    pub fn new(
+        plan: &Plan,
+        cfg: &ControllerConfig,
+        state_file: Option<PathBuf>,
+        fingerprint: String,
+        io: BTreeMap<IoKey, IoCounters>,
+        waits: Vec<NodeWaits>,
+    ) -> Control {
+        let learned = load_state(state_file.as_deref(), &fingerprint);
+        let mut by_node: BTreeMap<u32, Vec<DevT>> = BTreeMap::new();
+        for dev in &plan.devices {
+            by_node.entry(dev.run_node).or_default().push(DevT(dev.dev));
+        }
+        let nodes = by_node
+            .into_iter()
+            .map(|(node, disks)| {
+                let cpus = plan.node_cpus.get(node as usize).copied().unwrap_or(1);
+                let ctl = match learned.as_ref().and_then(|s| s.node(node)) {
+                    Some(state) => {
+                        let ctl = NodeController::restore(state, cfg, cpus);
+                        info!(
+                            "node {node}: threshold {} from the learned state",
+                            ctl.threshold()
+                        );
+                        ctl
+                    }
+                    None => NodeController::new(node, cpus, cpus, cfg),
+                };
+                ControlledNode {
+                    node,
+                    disks,
+                    ctl,
+                    placed_sum: 0,
+                }
+            })
+            .collect();
+        Control {
+            nodes,
+            fingerprint,
+            state_file,
+            ticks: 0,
+            last_io: io,
+            last_waits: waits,
+            decisions: Vec::new(),
+            save_failed: false,
+        }
+    }
+
+    /// The threshold each controlled node starts with, to write before attach.
+    pub fn initial_thresholds(&self) -> Vec<(u32, u32)> {
+        self.nodes
+            .iter()
+            .map(|n| (n.node, n.ctl.threshold()))
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// One reading of BPF's nr_placed, indexed by node.
+    pub fn tick(&mut self, nr_placed: &[u32]) {
+        for n in &mut self.nodes {
+            let placed = nr_placed.get(n.node as usize).copied().unwrap_or(0);
+            n.placed_sum += u64::from(placed);
+        }
+        self.ticks += 1;
+    }
+
+    /// End of an interval: one step of every node's controller on what the
+    /// interval measured. Returns the decisions; their thresholds are what
+    /// BPF is to use from now on.
+    pub fn step(
+        &mut self,
+        io: BTreeMap<IoKey, IoCounters>,
+        waits: Vec<NodeWaits>,
+    ) -> &[Decision] {
+        let mut decisions = Vec::with_capacity(self.nodes.len());
+        for n in &mut self.nodes {
+            let idx = n.node as usize;
+            let wait = match (waits.get(idx), self.last_waits.get(idx)) {
+                (Some(now), Some(before)) => now.delta(before),
+                _ => NodeWaits::default(),
+            };
+            let placed = mean_placed(n.placed_sum, self.ticks);
+            let sample = node_sample(&self.last_io, &io, &n.disks, &wait, placed);
+            let learned_before = n.ctl.threshold();
+            let decision = n.ctl.step(&sample);
+            if n.ctl.threshold() != learned_before {
+                info!(
+                    "node {}: threshold {learned_before} -> {} ({})",
+                    n.node,
+                    n.ctl.threshold(),
+                    describe(&decision)
+                );
+            }
+            n.placed_sum = 0;
+            decisions.push(decision);
+        }
+        self.ticks = 0;
+        self.last_io = io;
+        self.last_waits = waits;
+        self.decisions = decisions;
+        &self.decisions
+    }
+
+    /// The last decisions, one per controlled node.
+    pub fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+
+    /// Writes the learned state, if there is a state file. A failure warns
+    /// (once) and the scheduler goes on: losing what was learned is not a
+    /// reason to stop scheduling.
+    pub fn save(&mut self) {
+        let Some(path) = self.state_file.clone() else {
+            return;
+        };
+        let state = persist::LearnedState::new(
+            self.fingerprint.clone(),
+            self.nodes.iter().map(|n| n.ctl.export()).collect(),
+        );
+        let result = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
+            _ => Ok(()),
+        }
+        .and_then(|()| persist::save(&path, &state));
+        match result {
+            Ok(()) => {
+                self.save_failed = false;
+                log::debug!("learned state saved to {}", path.display());
+            }
+            Err(err) if !self.save_failed => {
+                self.save_failed = true;
+                warn!(
+                    "cannot save the learned state to {}: {err}; pass --state-file \
+                     with a writable path, or --no-state",
+                    path.display()
+                );
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.02n²+0.05n+1.00, n* 3":
+/// the inputs of a decision, for the log and the stats.
+pub fn describe(d: &Decision) -> String {
+    let source = match d.p_numa_source {
+        esn_controller::PenaltySource::Prior => "prior",
+        esn_controller::PenaltySource::Measured => "measured",
+        esn_controller::PenaltySource::Override => "override",
+    };
+    let mut out = format!("P_numa {:.2} {source}", d.p_numa);
+    match d.p_cont {
+        Some(p) => {
+            let _ = write!(out, ", P_cont {p:.2} at n={}", d.placed);
+        }
+        None => {
+            let _ = write!(out, ", P_cont - at n={}", d.placed);
+        }
+    }
+    match d.curve {
+        Some([a, b, c]) => {
+            let _ = write!(out, ", curve {a:.3}n²{b:+.3}n{c:+.3}");
+        }
+        None => out.push_str(", curve -"),
+    }
+    match d.n_star {
+        Some(n) => {
+            let _ = write!(out, ", n* {n}");
+        }
+        None => out.push_str(", n* -"),
+    }
+    out
+}
+
+/// One `--stats` line per controlled node.
+pub fn format_decisions(decisions: &[Decision], thresholds_in_force: &[u32]) -> String {
+    let mut out = String::new();
+    for d in decisions {
+        let in_force = thresholds_in_force
+            .get(d.node as usize)
+            .copied()
+            .unwrap_or(d.threshold);
+        let _ = writeln!(
+            out,
+            "control n{}: threshold {in_force}{} placed {} | {}",
+            d.node,
+            if d.exploring { " (exploring)" } else { "" },
+            d.placed,
+            describe(d)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use esn_stats::hist::LatHist;
+
+    fn counters(samples: &[u64]) -> IoCounters {
+        let mut device = LatHist::default();
+        for &ns in samples {
+            device.record(ns);
+        }
+        IoCounters {
+            reqs: samples.len() as u64,
+            device,
+            ..Default::default()
+        }
+    }
+
+    fn key(dev: u32, locality: Locality, op: Op) -> IoKey {
+        IoKey {
+            dev: DevT(dev),
+            locality,
+            op,
+        }
+    }
+
+    #[test]
+    fn sample_takes_the_interval_and_the_node_disks_only() {
+        let disk = 259 << 20;
+        let other_disk = 8 << 20;
+        let mut before = BTreeMap::new();
+        before.insert(key(disk, Locality::Local, Op::Read), counters(&[1_000_000]));
+        let mut now = BTreeMap::new();
+        // one old sample of 1 ms, two new of 10 us and 30 us
+        now.insert(
+            key(disk, Locality::Local, Op::Read),
+            counters(&[1_000_000, 10_000, 30_000]),
+        );
+        now.insert(key(disk, Locality::Remote, Op::Write), counters(&[60_000]));
+        now.insert(key(disk, Locality::Remote, Op::Flush), counters(&[9_000_000]));
+        now.insert(key(other_disk, Locality::Remote, Op::Read), counters(&[7]));
+        let waits = NodeWaits {
+            io_waits: 4,
+            io_wait_ns: 8_000,
+            fair_waits: 100,
+            fair_wait_ns: 1,
+        };
+        let s = node_sample(&before, &now, &[DevT(disk)], &waits, 2);
+        assert_eq!(s.placed, 2);
+        assert_eq!(s.local_lat, LatencyStat::new(2, 20_000.0));
+        assert_eq!(s.remote_lat, LatencyStat::new(1, 60_000.0));
+        assert_eq!(s.run_delay, LatencyStat::new(4, 2_000.0));
+        assert_eq!(s.numa_ratio(1), Some(3.0));
+        assert_eq!(s.contention(1), Some(1.1));
+    }
+
+    #[test]
+    fn an_idle_interval_is_no_data() {
+        let now = BTreeMap::new();
+        let s = node_sample(&now, &now, &[DevT(1)], &NodeWaits::default(), 0);
+        assert_eq!(s.local_lat.count, 0);
+        assert_eq!(s.numa_ratio(1), None);
+        assert_eq!(s.contention(1), None);
+    }
+
+    #[test]
+    fn a_reset_histogram_counts_from_zero_not_wrapped() {
+        let disk = 1 << 20;
+        let mut before = BTreeMap::new();
+        before.insert(key(disk, Locality::Local, Op::Read), counters(&[5, 5, 5]));
+        let mut now = BTreeMap::new();
+        now.insert(key(disk, Locality::Local, Op::Read), counters(&[40]));
+        let s = node_sample(&before, &now, &[DevT(disk)], &NodeWaits::default(), 1);
+        assert_eq!(s.local_lat, LatencyStat::new(1, 40.0));
+    }
+
+    #[test]
+    fn placed_mean_rounds_and_survives_no_ticks() {
+        assert_eq!(mean_placed(0, 0), 0);
+        assert_eq!(mean_placed(15, 10), 2);
+        assert_eq!(mean_placed(14, 10), 1);
+    }
+
+    fn plan() -> Plan {
+        use esn_topology::{BlockDevice, DeviceKind, Node, Topology};
+        let topo = Topology {
+            nodes: vec![
+                Node {
+                    id: 0,
+                    cpus: vec![0, 1],
+                    distances: vec![(0, 10), (1, 20)],
+                },
+                Node {
+                    id: 1,
+                    cpus: vec![2, 3],
+                    distances: vec![(0, 20), (1, 10)],
+                },
+            ],
+            online_cpus: vec![0, 1, 2, 3],
+            nr_cpu_ids: 4,
+            devices: vec![BlockDevice {
+                name: "nvme0n1".into(),
+                major: 259,
+                minor: 0,
+                kind: DeviceKind::Nvme,
+                home_node: Some(1),
+                node_source: "test".into(),
+                controllers: vec![],
+                partitions: vec![],
+            }],
+        };
+        Plan::new(&topo, None).unwrap()
+    }
+
+    #[test]
+    fn fingerprint_names_cpus_distances_and_disks() {
+        let p = plan();
+        let fp = topology_fingerprint(&p);
+        assert_eq!(fp, "nodes 0:2cpu>1 1:2cpu>0; disks nvme0n1@1");
+        let mut fewer = p.clone();
+        fewer.node_cpus[1] = 1;
+        assert_ne!(topology_fingerprint(&fewer), fp);
+    }
+
+    #[test]
+    fn controls_the_device_node_and_saves_and_restores_it() {
+        let dir = std::env::temp_dir().join(format!("esn-control-{}", std::process::id()));
+        let path = dir.join("sub").join("learned.json");
+        let p = plan();
+        let fp = topology_fingerprint(&p);
+        let cfg = ControllerConfig {
+            confirm_intervals: 1,
+            min_samples: 1,
+            ..ControllerConfig::default()
+        };
+        let mut c = Control::new(
+            &p,
+            &cfg,
+            Some(path.clone()),
+            fp.clone(),
+            BTreeMap::new(),
+            vec![NodeWaits::default(); 2],
+        );
+        assert_eq!(c.initial_thresholds(), vec![(1, 2)]);
+
+        // Two tasks placed, each waiting as long as a local request takes:
+        // P_cont(2) = 2 > P_numa 1.0 measured, so the threshold goes down.
+        let disk = 259 << 20;
+        let mut io = BTreeMap::new();
+        io.insert(key(disk, Locality::Local, Op::Read), counters(&[10_000; 10]));
+        io.insert(key(disk, Locality::Remote, Op::Read), counters(&[10_000; 10]));
+        c.tick(&[0, 2]);
+        c.tick(&[0, 2]);
+        let waits = vec![
+            NodeWaits::default(),
+            NodeWaits {
+                io_waits: 10,
+                io_wait_ns: 100_000,
+                ..Default::default()
+            },
+        ];
+        let d = c.step(io, waits)[0].clone();
+        assert_eq!(d.node, 1);
+        assert_eq!(d.placed, 2);
+        assert_eq!(d.p_cont, Some(2.0));
+        assert_eq!(d.threshold, 1, "{}", describe(&d));
+        let line = format_decisions(c.decisions(), &[2, 1]);
+        assert!(
+            line.starts_with("control n1: threshold 1 placed 2 | P_numa 1.00 measured"),
+            "{line}"
+        );
+
+        c.save();
+        let again = Control::new(
+            &p,
+            &cfg,
+            Some(path.clone()),
+            fp,
+            BTreeMap::new(),
+            Vec::new(),
+        );
+        assert_eq!(again.initial_thresholds(), vec![(1, 1)]);
+        // Another topology starts afresh from the CPU count.
+        let other = Control::new(
+            &p,
+            &cfg,
+            Some(path),
+            "nodes 0:4cpu".into(),
+            BTreeMap::new(),
+            Vec::new(),
+        );
+        assert_eq!(other.initial_thresholds(), vec![(1, 2)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unwritable_state_file_only_warns() {
+        let p = plan();
+        let mut c = Control::new(
+            &p,
+            &ControllerConfig::default(),
+            Some(PathBuf::from("/proc/esn-cannot-write/learned.json")),
+            "fp".into(),
+            BTreeMap::new(),
+            Vec::new(),
+        );
+        c.save();
+        c.save();
+        assert!(c.save_failed);
+    }
+}
