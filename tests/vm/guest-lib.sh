@@ -22,6 +22,9 @@
 #                                  -> scx_esn observe --json on DEV in the
 #                                     background; observe_stop ends it (SIGINT)
 #                                     and sets OBS_* from its total report
+#   sched_start OUT ERR TIMEOUT BIN ARGS... / sched_wait_exit SECONDS
+#                                  -> the scheduler in the background, up
+#                                     when sched_ext says enabled (sched_pid)
 #   esn_save                       -> copies the working files to $ESN_OUTDIR
 #
 # Everything goes to stdout (the guest log). Files that are written while they
@@ -282,6 +285,58 @@ measure_bios_during() {
 		printf '    tid %-7s %-16s node0 %7d  node1 %7d  (%5.1f %% node1)\n' "$t" "$c" "$a" "$b" "$p"
 	done <"$MB_TIDFILE"
 	return 0
+}
+
+# ------------------------------------------------------ the scheduler ------
+sched_pid=
+sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing; }
+sx_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null || true; }
+sched_alive() { [[ -n $sched_pid ]] && kill -0 "$sched_pid" 2>/dev/null; }
+
+# sched_start OUT ERR TIMEOUT BIN ARGS...: start the scheduler in the
+# background (stdout to OUT, stderr to ERR) and wait until sched_ext says it is
+# enabled with ops "esn...". Sets sched_pid and SCHED_TOOK (seconds); on
+# failure returns 1 with SCHED_WHY saying what happened.
+sched_start() {
+	local out=$1 err=$2 timeout=$3 t0=$SECONDS st
+	shift 3
+	SCHED_WHY=''
+	SCHED_TOOK=0
+	st=$(sx_state)
+	[[ $st == disabled ]] || say "WARNING: sched_ext state is '$st' before loading"
+	# A background job of a non-interactive shell ignores SIGINT; scx_esn
+	# installs its own handler, so SIGINT still reaches it.
+	"$@" >"$out" 2>"$err" </dev/null &
+	sched_pid=$!
+	while ((SECONDS - t0 < timeout)); do
+		if [[ $(sx_state) == enabled && $(sx_ops) == esn* ]]; then
+			SCHED_TOOK=$((SECONDS - t0))
+			return 0
+		fi
+		sched_alive || break
+		sleep 0.5
+	done
+	SCHED_TOOK=$((SECONDS - t0))
+	local proc="still running"
+	if ! sched_alive; then
+		wait "$sched_pid"
+		proc="exited with status $?"
+		sched_pid=
+	fi
+	SCHED_WHY="state=$(sx_state) ops='$(sx_ops)' after ${SCHED_TOOK}s (limit ${timeout}s); scx_esn $proc"
+	return 1
+}
+
+# sched_wait_exit SECONDS: wait (bounded) for scx_esn to exit. Returns 1 if it
+# still runs; else sets SCHED_RC (its status) and SCHED_WAITED (seconds).
+sched_wait_exit() {
+	local t0=$SECONDS
+	while sched_alive && ((SECONDS - t0 < $1)); do sleep 0.5; done
+	sched_alive && return 1
+	wait "$sched_pid"
+	SCHED_RC=$?
+	SCHED_WAITED=$((SECONDS - t0))
+	sched_pid=
 }
 
 # --------------------------------------------------------- scx_esn observe --

@@ -46,28 +46,12 @@ limit=$((runtime + 60))
 export MB_SKIP=${ESN_SETTLE_INTERVALS:-2}
 sched_out=$ESN_WORK/scx_esn.stdout
 sched_err=$ESN_WORK/scx_esn.stderr
-sched_pid=
 
 # expect NAME OK FIGURE: an assertion, or only a report under ESN_DRY=1.
 expect() {
 	if [[ $dry == 1 ]]; then check "$1 [dry]" info "$3"; else check "$1" "$2" "$3"; fi
 }
 b() { "$@" && echo 1 || echo 0; } # b TEST...: 1 if it holds, else 0
-
-sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing; }
-sx_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null || true; }
-sched_alive() { [[ -n $sched_pid ]] && kill -0 "$sched_pid" 2>/dev/null; }
-# sched_wait_exit SECONDS: wait (bounded) for scx_esn to exit. Returns 1 if it
-# still runs; else sets SCHED_RC (its status) and SCHED_WAITED (seconds).
-sched_wait_exit() {
-	local t0=$SECONDS
-	while sched_alive && ((SECONDS - t0 < $1)); do sleep 0.5; done
-	sched_alive && return 1
-	wait "$sched_pid"
-	SCHED_RC=$?
-	SCHED_WAITED=$((SECONDS - t0))
-	sched_pid=
-}
 
 dmesg_sx_errors() { # sched_ext lines that tell of an error, since boot
 	dmesg | grep -iE 'sched_ext|scx' | grep -iE 'error|stall|fail|disabled \((runnable|watchdog|.*error)|BUG|WARN' || true
@@ -149,30 +133,10 @@ if [[ $dry != 1 ]]; then
 		check "1 scx_esn loads" 0 "scx_esn binary not found at $bin; run make first"
 		finish_all
 	fi
-	st=$(sx_state)
-	[[ $st == disabled ]] || say "WARNING: sched_ext state is '$st' before loading"
-	t0=$SECONDS
-	# A background job of a non-interactive shell ignores SIGINT; scx_esn
-	# installs its own handler, so step 6 still reaches it.
-	"$bin" "${sched_args[@]}" >"$sched_out" 2>"$sched_err" </dev/null &
-	sched_pid=$!
-	loaded=0
-	while ((SECONDS - t0 < load_timeout)); do
-		if [[ $(sx_state) == enabled && $(sx_ops) == esn* ]]; then loaded=1; break; fi
-		sched_alive || break
-		sleep 0.5
-	done
-	took=$((SECONDS - t0))
-	if ((loaded)); then
-		check "1 scx_esn loads" 1 "state=enabled ops=$(sx_ops) after ${took}s"
+	if sched_start "$sched_out" "$sched_err" "$load_timeout" "$bin" "${sched_args[@]}"; then
+		check "1 scx_esn loads" 1 "state=enabled ops=$(sx_ops) after ${SCHED_TOOK}s"
 	else
-		proc="still running"
-		if ! sched_alive; then
-			wait "$sched_pid"
-			proc="exited with status $?"
-			sched_pid=
-		fi
-		check "1 scx_esn loads" 0 "state=$(sx_state) ops='$(sx_ops)' after ${took}s (limit ${load_timeout}s); scx_esn $proc"
+		check "1 scx_esn loads" 0 "$SCHED_WHY"
 		finish_all
 	fi
 else

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The VM tests' entry point (Makefile / CI):
-#   setup.sh, then one boot for guest-baseline.sh and one for guest-scheduler.sh
+#   setup.sh, then one boot each for guest-baseline.sh, guest-scheduler.sh and
+#   guest-control.sh
 #   (or guest-observe.sh alone: `observe`, for kernels without sched_ext).
-# usage: tests/vm/run.sh [all|baseline|scheduler|observe] [NAME=VALUE ...]
+# usage: tests/vm/run.sh [all|baseline|scheduler|control|observe] [NAME=VALUE ...]
 #   NAME=VALUE pairs go to the guest scripts (e.g. ESN_DRY=1, ESN_FIO_RUNTIME=10).
 # Results: build/vm/results/<test>/ (log, summary.tsv, result, console.log, ...).
 # Exit status: 0 only if every test that ran passed.
@@ -21,9 +22,9 @@ results="$vmdir/results"
 what=all
 if (($#)) && [[ $1 != *=* ]]; then what=$1; shift; fi
 case $what in
-all) tests=(baseline scheduler) ;;
-baseline | scheduler | observe) tests=("$what") ;;
-*) echo "usage: $0 [all|baseline|scheduler|observe] [NAME=VALUE ...]" >&2; exit 2 ;;
+all) tests=(baseline scheduler control) ;;
+baseline | scheduler | control | observe) tests=("$what") ;;
+*) echo "usage: $0 [all|baseline|scheduler|control|observe] [NAME=VALUE ...]" >&2; exit 2 ;;
 esac
 
 declare -A verdict secs

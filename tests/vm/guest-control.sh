@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Guest script (run-in-vm.sh): the threshold controller, live. scx_esn without
+# --threshold learns node 1's threshold (the NVMe's node) while 4 fio jobs
+# read the disk; bpftrace counts which node submitted the bios, as referee.
+#   L. measured penalty: this emulator has no interconnect, remote I/O costs
+#      what local I/O costs (P_numa ~1.0), so any CPU wait on node 1 is the
+#      greater evil: the threshold settles at 1 and the jobs spread (<= 2 of 4
+#      mostly on node 1). Settled value and time to settle reported.
+#   S. SIGINT: exit 0, the learned state saved with node 1 at its threshold.
+#   P. --numa-penalty 3.0 on the same state file: starts from the saved 1,
+#      and since waiting for a CPU is now the lesser evil, settles at 2 (the
+#      node's CPU count): 2 jobs mostly on node 1, a larger node-1 share of
+#      the bios than in L.
+#   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
+#      file is replaced by a valid one.
+# Environment:
+#   ESN_BIN                the binary (default $ESN_REPO/target/release/scx_esn)
+#   ESN_CONTROL_RUNTIME_L  seconds of fio in L (default 45)
+#   ESN_CONTROL_RUNTIME_P  seconds of fio in P (default 70)
+#   ESN_CONTROL_JUDGE      last seconds of each run the jobs are judged on (15)
+set -uo pipefail
+# shellcheck source=tests/vm/guest-lib.sh
+. "${ESN_REPO:?}/tests/vm/guest-lib.sh"
+
+bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
+runtime_l=${ESN_CONTROL_RUNTIME_L:-45}
+runtime_p=${ESN_CONTROL_RUNTIME_P:-70}
+judge=${ESN_CONTROL_JUDGE:-15}
+state=$ESN_WORK/learned.json
+common_args=(--stats 1 --control-interval 1 --state-file "$state")
+
+cleanup() {
+	if sched_alive; then
+		say "cleanup: scx_esn (pid $sched_pid) still running; SIGKILL"
+		kill -KILL "$sched_pid" 2>/dev/null
+		wait "$sched_pid" 2>/dev/null
+	fi
+	bio_trace_stop
+	for f in "$ESN_WORK"/sched-*.stderr; do
+		[[ -s $f ]] || continue
+		echo "----- $(basename "$f") (last 25 lines) -----"
+		tail -n 25 "$f"
+	done
+}
+finish_all() { cleanup; finish; }
+
+# control_summary STDOUT FROM: from the scheduler's "control n1:" stats lines
+# (one a second) after the first FROM of them, prints
+#   FINAL SETTLED_AFTER_S SOURCE P_NUMA LINES EXPLORED
+# FINAL: the learned threshold at the end (exploration taken out);
+# SETTLED_AFTER_S: the line (second) from which it stayed FINAL; SOURCE and
+# P_NUMA: of the last line; EXPLORED: lines that were exploring.
+control_summary() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+pat = re.compile(r"^control n1: threshold (\d+)( \(exploring\))? placed (\d+) \| P_numa ([\d.]+) (\w+)")
+rows = []
+for line in open(sys.argv[1]):
+    m = pat.match(line)
+    if m:
+        t = int(m.group(1)) - (1 if m.group(2) else 0)
+        rows.append((t, bool(m.group(2)), m.group(5), m.group(4)))
+rows = rows[int(sys.argv[2]):]
+if not rows:
+    print("- - - - 0 0")
+    sys.exit()
+final = rows[-1][0]
+settled = len(rows)
+while settled > 0 and rows[settled - 1][0] == final:
+    settled -= 1
+print(final, settled, rows[-1][2], rows[-1][3], len(rows), sum(r[1] for r in rows))
+PY
+}
+
+control_lines() { grep -c '^control n1:' "$1" 2>/dev/null || true; }
+
+# phase NAME RUNTIME ARGS...: scheduler up with ARGS, fio 4 jobs for RUNTIME
+# seconds measured by bpftrace (the last $judge seconds judged), then the
+# controller's trace summarised. Sets P_* and the MB_* of the measurement.
+phase() {
+	local name=$1 runtime=$2 from
+	shift 2
+	P_OUT=$ESN_WORK/sched-$name.stdout
+	P_ERR=$ESN_WORK/sched-$name.stderr
+	if ! sched_start "$P_OUT" "$P_ERR" 60 "$bin" "$@"; then
+		check "$name scx_esn loads" 0 "$SCHED_WHY"
+		finish_all
+	fi
+	say "$name: scx_esn up after ${SCHED_TOOK}s: $*"
+	from=$(control_lines "$P_OUT")
+	fio_randread_args "$dev" 4 "$runtime"
+	MB_SKIP=$((runtime - judge)) measure_bios_during "$((runtime + 60))" -- "${FIO[@]}"
+	tid_split fio 80
+	read -r P_FINAL P_SETTLED P_SOURCE P_NUMA P_LINES P_EXPLORED < <(control_summary "$P_OUT" "$from")
+	say "$name: learned threshold $P_FINAL, stable from second $P_SETTLED of $P_LINES, P_numa $P_NUMA ($P_SOURCE), $P_EXPLORED exploring"
+	grep -E 'threshold [0-9]+ -> [0-9]+|from the learned state|learning from scratch|ignoring' "$P_ERR" | sed 's/^/    /'
+}
+
+# stop_sched NAME: SIGINT, must exit 0 within 15 s.
+stop_sched() {
+	kill -INT "$sched_pid" 2>/dev/null
+	if ! sched_wait_exit 15; then
+		check "$1 SIGINT: exit 0" 0 "still running 15 s after SIGINT"
+		finish_all
+	fi
+}
+
+# saved_threshold: node 1's threshold in the state file, or "-".
+saved_threshold() {
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+print([n["threshold"] for n in s["nodes"] if n["node"] == 1][0])' "$state" 2>/dev/null || echo -
+}
+
+say "controller test on $(uname -r); bin=$bin"
+dev=$(nvme_dev_on_node 1) || dev=
+if [[ -z $dev || ! -b $dev ]]; then
+	check "NVMe on node 1" 0 "none found: $(echo /sys/class/nvme/*)"
+	finish_all
+fi
+[[ -x $bin ]] || { check "scx_esn binary" 0 "not found at $bin; run make first"; finish_all; }
+[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+rm -f "$state"
+if ! bio_trace_start "$dev"; then
+	check "bpftrace attaches" 0 "no marker within ${ESN_BT_ATTACH_TIMEOUT}s"
+	finish_all
+fi
+
+# ---- L. the measured penalty: settles low, the jobs spread -------------------------
+phase L "$runtime_l" "${common_args[@]}"
+l_pct1=$MB_PCT1
+ok=0
+[[ $MB_RC == 0 && $P_FINAL == 1 && $P_SOURCE == measured ]] && ((MB_JOBS == 4 && MB_JOBS_N1 <= 2)) && ok=1
+check "L measured P_numa: threshold settles at 1, jobs spread" "$ok" \
+	"threshold $P_FINAL from second $P_SETTLED of $P_LINES; P_numa $P_NUMA ($P_SOURCE); last ${judge}s: $MB_JOBS_N1 of $MB_JOBS jobs >80 % node 1, node-1 share $MB_PCT1 % of $MB_TOTAL bios; fio exit $MB_RC"
+
+# ---- S. SIGINT saves what was learned -----------------------------------------------
+stop_sched S
+saved=$(saved_threshold)
+ok=0
+[[ $SCHED_RC == 0 && $saved == "$P_FINAL" ]] && ok=1
+check "S SIGINT: exit 0, state saved" "$ok" "exit $SCHED_RC after ${SCHED_WAITED}s; saved node-1 threshold $saved"
+
+# ---- P. --numa-penalty 3.0: from the saved state up to the CPU count -----------------
+phase P "$runtime_p" "${common_args[@]}" --numa-penalty 3.0
+restored=$(grep -c 'node 1: threshold 1 from the learned state' "$P_ERR" || true)
+ok=0
+[[ $MB_RC == 0 && $P_FINAL == 2 && $P_SOURCE == override && $restored == 1 ]] &&
+	((MB_JOBS == 4 && MB_JOBS_N1 >= 2)) && pct_ge "$MB_PCT1" "$l_pct1" && ok=1
+check "P --numa-penalty 3.0: from the saved 1 up to 2, more on node 1" "$ok" \
+	"restored=$restored; threshold $P_FINAL from second $P_SETTLED of $P_LINES ($P_EXPLORED exploring); last ${judge}s: $MB_JOBS_N1 of $MB_JOBS jobs >80 % node 1, node-1 share $MB_PCT1 % (L: $l_pct1 %) of $MB_TOTAL bios; fio exit $MB_RC"
+stop_sched P
+
+# ---- C. a corrupt state file is ignored with a warning, then replaced -------------------
+printf '{"version": 1, "topology": tru' >"$state"
+if ! sched_start "$ESN_WORK/sched-C.stdout" "$ESN_WORK/sched-C.stderr" 60 "$bin" "${common_args[@]}"; then
+	check "C corrupt state file: runs anyway" 0 "$SCHED_WHY"
+	finish_all
+fi
+sleep 3
+stop_sched C
+warned=$(grep -m1 'ignoring the learned state' "$ESN_WORK/sched-C.stderr" || true)
+saved=$(saved_threshold)
+ok=0
+[[ $SCHED_RC == 0 && -n $warned && $saved != - ]] && ok=1
+check "C corrupt state file: warning, runs, replaced" "$ok" "exit $SCHED_RC; ${warned:-no warning}; saved threshold now $saved"
+
+finish_all
