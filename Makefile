@@ -34,6 +34,7 @@ unit:
 # The block tracepoints on the host kernel itself (no sched_ext needed).
 host-test: build
 	tests/host/observe.sh
+	tests/host/profile.sh
 
 # The current sched_ext kernel of Debian trixie-backports, then the scheduler
 # test again on an older pinned one (skipped loudly once the archive drops it).

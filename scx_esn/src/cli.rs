@@ -55,6 +55,59 @@ pub enum Command {
     /// tasks. Root and a kernel with BTF (5.11+). Runs until --duration or
     /// SIGINT/SIGTERM, then prints the totals since start.
     Observe(ObserveOpts),
+    /// Measure a device's NUMA and contention penalties with fio (1..K jobs
+    /// pinned to its node, then to the nearest other node) and print them with
+    /// the balance point n*; --save makes them the scheduler's starting point.
+    /// Root, fio installed, the device otherwise idle; reads only (unless
+    /// --file). Best run without scx_esn loaded.
+    Profile(ProfileOpts),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProfileOpts {
+    /// The disk to profile (e.g. nvme0n1), as `scx_esn topology` names it.
+    #[arg(long, value_name = "NAME")]
+    pub device: String,
+
+    /// Most fio jobs per run (default: the CPUs of the device's node).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_jobs: Option<u32>,
+
+    /// Seconds of each fio run, after one second of warm-up.
+    #[arg(long, default_value_t = 5, value_name = "SECS",
+          value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub runtime: u32,
+
+    /// Read this file (on the device's filesystem) instead of the raw disk;
+    /// fio lays it out first if it is missing or short (--file-size-mb).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+
+    /// Size of --file, in MiB.
+    #[arg(long, default_value_t = 1024, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_size_mb: u64,
+
+    /// Balance against this NUMA penalty instead of the measured one.
+    #[arg(long, value_name = "X", value_parser = numa_penalty)]
+    pub numa_penalty: Option<f64>,
+
+    /// Store the measured curve and penalty as the scheduler's learned state
+    /// for this node (other nodes in the file are kept).
+    #[arg(long)]
+    pub save: bool,
+
+    /// The state file --save writes (the scheduler's --state-file).
+    #[arg(long, value_name = "FILE", default_value = crate::control::DEFAULT_STATE_FILE)]
+    pub state_file: PathBuf,
+
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The fio binary.
+    #[arg(long, default_value = "fio", value_name = "PATH")]
+    pub fio: PathBuf,
 }
 
 #[derive(Debug, Clone, clap::Args)]

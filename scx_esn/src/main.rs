@@ -14,6 +14,7 @@ mod counters;
 mod observe;
 mod observe_skel;
 mod plan;
+mod profile;
 mod sched;
 
 use std::mem::MaybeUninit;
@@ -130,6 +131,12 @@ fn run_observer(opts: &SchedOpts, observe_opts: &cli::ObserveOpts) -> Result<()>
     )
 }
 
+fn run_profile(opts: &SchedOpts, profile_opts: &cli::ProfileOpts) -> Result<()> {
+    let topo = discover(opts)?;
+    let shutdown = sched::shutdown_flag()?;
+    profile::run(&topo, profile_opts, &shutdown)
+}
+
 fn main() -> ExitCode {
     let opts = Opts::parse();
     if let Err(err) = init_logging(opts.sched.verbose) {
@@ -138,6 +145,7 @@ fn main() -> ExitCode {
     let result = match opts.command {
         Some(Command::Topology { json }) => print_topology(&opts.sched, json),
         Some(Command::Observe(ref observe_opts)) => run_observer(&opts.sched, observe_opts),
+        Some(Command::Profile(ref profile_opts)) => run_profile(&opts.sched, profile_opts),
         None => run_scheduler(&opts.sched),
     };
     match result {
