@@ -92,36 +92,7 @@ phase() {
 	P_ERR=$ESN_WORK/sched-$name.stderr
 	if ! sched_start "$P_OUT" "$P_ERR" 60 "$bin" "$@"; then
 		check "$name scx_esn loads" 0 "$SCHED_WHY"
-		# ---- F. the profile sweep, saved as the starting point -----------------------------------
-bio_trace_stop
-profiled=$ESN_WORK/profiled.json
-prof_rc=0
-timeout -k 5 300 "$bin" profile --device "$(basename "$dev")" --max-jobs 2 --runtime 3 \
-	--save --state-file "$profiled" >"$ESN_WORK/profile.out" 2>"$ESN_WORK/profile.err" || prof_rc=$?
-sed 's/^/    /' "$ESN_WORK/profile.out" "$ESN_WORK/profile.err"
-verdict=$(python3 - "$ESN_WORK/profile.out" "$profiled" "$prof_rc" <<'PY'
-import json, re, sys
-text = open(sys.argv[1]).read()
-num = r"\s+([\d.]+)"
-rows = re.findall(r"^\s+(\d+)" + num * 6 + "$", text, re.M)
-summary = re.search(r"^P_numa ([\d.]+) \((\w+)[^)]*\); balance point n\* = (\d+)", text, re.M)
-ok = (sys.argv[3] == "0" and [r[0] for r in rows] == ["1", "2"]
-      and all(float(r[1]) > 0 and float(r[3]) > 0 for r in rows)
-      and summary is not None and summary.group(2) == "measured"
-      and 1.0 <= float(summary.group(1)) <= 1.5)
-saved = "-"
-try:
-    saved = [n for n in json.load(open(sys.argv[2]))["nodes"] if n["node"] == 1][0]["threshold"]
-except Exception:
-    ok = False
-ok = ok and summary is not None and saved == int(summary.group(3))
-print(int(ok), f"exit {sys.argv[3]}; rows (jobs, local IOPS, us, remote IOPS, us, P_cont, rem/loc) {rows}; "
-      f"{summary.group(0) if summary else 'no summary'}; saved node-1 threshold {saved}")
-PY
-)
-check "F profile: local and remote rows, P_numa measured, saved" "${verdict%% *}" "${verdict#* }"
-
-finish_all
+		finish_all
 	fi
 	say "$name: scx_esn up after ${SCHED_TOOK}s: $*"
 	from=$(control_lines "$P_OUT")
@@ -204,5 +175,34 @@ saved=$(saved_threshold)
 ok=0
 [[ $SCHED_RC == 0 && -n $warned && $saved != - ]] && ok=1
 check "C corrupt state file: warning, runs, replaced" "$ok" "exit $SCHED_RC; ${warned:-no warning}; saved threshold now $saved"
+
+# ---- F. the profile sweep, saved as the starting point -----------------------------------
+bio_trace_stop
+profiled=$ESN_WORK/profiled.json
+prof_rc=0
+timeout -k 5 300 "$bin" profile --device "$(basename "$dev")" --max-jobs 2 --runtime 3 \
+	--save --state-file "$profiled" >"$ESN_WORK/profile.out" 2>"$ESN_WORK/profile.err" || prof_rc=$?
+sed 's/^/    /' "$ESN_WORK/profile.out" "$ESN_WORK/profile.err"
+verdict=$(python3 - "$ESN_WORK/profile.out" "$profiled" "$prof_rc" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+num = r"\s+([\d.]+)"
+rows = re.findall(r"^\s+(\d+)" + num * 6 + "$", text, re.M)
+summary = re.search(r"^P_numa ([\d.]+) \((\w+)[^)]*\); balance point n\* = (\d+)", text, re.M)
+ok = (sys.argv[3] == "0" and [r[0] for r in rows] == ["1", "2"]
+      and all(float(r[1]) > 0 and float(r[3]) > 0 for r in rows)
+      and summary is not None and summary.group(2) == "measured"
+      and 1.0 <= float(summary.group(1)) <= 1.5)
+saved = "-"
+try:
+    saved = [n for n in json.load(open(sys.argv[2]))["nodes"] if n["node"] == 1][0]["threshold"]
+except Exception:
+    ok = False
+ok = ok and summary is not None and saved == int(summary.group(3))
+print(int(ok), f"exit {sys.argv[3]}; rows (jobs, local IOPS, us, remote IOPS, us, P_cont, rem/loc) {rows}; "
+      f"{summary.group(0) if summary else 'no summary'}; saved node-1 threshold {saved}")
+PY
+)
+check "F profile: local and remote rows, P_numa measured, saved" "${verdict%% *}" "${verdict#* }"
 
 finish_all
