@@ -231,7 +231,10 @@ fn numa_penalty(text: &str) -> Result<f64, String> {
     let p: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number"))?;
-    let (lo, hi) = (esn_controller::NUMA_PENALTY_MIN, esn_controller::NUMA_PENALTY_MAX);
+    let (lo, hi) = (
+        esn_controller::NUMA_PENALTY_MIN,
+        esn_controller::NUMA_PENALTY_MAX,
+    );
     if !(lo..=hi).contains(&p) {
         return Err(format!(
             "{p} is outside {lo}..{hi} (1.0: remote I/O costs nothing more)"

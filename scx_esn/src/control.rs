@@ -238,11 +238,7 @@ impl Control {
     /// End of an interval: one step of every node's controller on what the
     /// interval measured. Returns the decisions; their thresholds are what
     /// BPF is to use from now on.
-    pub fn step(
-        &mut self,
-        io: BTreeMap<IoKey, IoCounters>,
-        waits: Vec<NodeWaits>,
-    ) -> &[Decision] {
+    pub fn step(&mut self, io: BTreeMap<IoKey, IoCounters>, waits: Vec<NodeWaits>) -> &[Decision] {
         let mut decisions = Vec::with_capacity(self.nodes.len());
         for n in &mut self.nodes {
             let idx = n.node as usize;
@@ -401,7 +397,10 @@ mod tests {
             counters(&[1_000_000, 10_000, 30_000]),
         );
         now.insert(key(disk, Locality::Remote, Op::Write), counters(&[60_000]));
-        now.insert(key(disk, Locality::Remote, Op::Flush), counters(&[9_000_000]));
+        now.insert(
+            key(disk, Locality::Remote, Op::Flush),
+            counters(&[9_000_000]),
+        );
         now.insert(key(other_disk, Locality::Remote, Op::Read), counters(&[7]));
         let waits = NodeWaits {
             io_waits: 4,
@@ -511,8 +510,14 @@ mod tests {
         // P_cont(2) = 2 > P_numa 1.0 measured, so the threshold goes down.
         let disk = 259 << 20;
         let mut io = BTreeMap::new();
-        io.insert(key(disk, Locality::Local, Op::Read), counters(&[10_000; 10]));
-        io.insert(key(disk, Locality::Remote, Op::Read), counters(&[10_000; 10]));
+        io.insert(
+            key(disk, Locality::Local, Op::Read),
+            counters(&[10_000; 10]),
+        );
+        io.insert(
+            key(disk, Locality::Remote, Op::Read),
+            counters(&[10_000; 10]),
+        );
         c.tick(&[0, 2]);
         c.tick(&[0, 2]);
         let waits = vec![

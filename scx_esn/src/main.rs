@@ -44,7 +44,13 @@ fn init_logging(verbose: u8) -> Result<()> {
         level,
         config,
         simplelog::TerminalMode::Stderr,
-        simplelog::ColorChoice::Auto,
+        // Auto only looks at $TERM: a log redirected to a file would get
+        // escape codes.
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            simplelog::ColorChoice::Auto
+        } else {
+            simplelog::ColorChoice::Never
+        },
     )
     .context("initialising the logger")
 }

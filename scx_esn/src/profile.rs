@@ -125,7 +125,10 @@ pub fn analyse(
     let (p_numa, source) = match (p_numa_override, p_numa_measured) {
         (Some(p), _) => (p, "override"),
         (None, Some(p)) => (
-            p.clamp(esn_controller::NUMA_PENALTY_MIN, esn_controller::NUMA_PENALTY_MAX),
+            p.clamp(
+                esn_controller::NUMA_PENALTY_MIN,
+                esn_controller::NUMA_PENALTY_MAX,
+            ),
             "measured",
         ),
         (None, None) => (prior, "prior"),
@@ -188,7 +191,10 @@ fn run_fio(opts: &ProfileOpts, target: &str, jobs: u32, cpus: &[u32]) -> Result<
 fn device_node(topo: &Topology, plan: &Plan, name: &str) -> Result<u32> {
     let Some(dev) = topo.devices.iter().find(|d| d.name == name) else {
         let known: Vec<&str> = topo.devices.iter().map(|d| d.name.as_str()).collect();
-        bail!("no disk named {name:?}; the disks are: {}", known.join(", "));
+        bail!(
+            "no disk named {name:?}; the disks are: {}",
+            known.join(", ")
+        );
     };
     if let Some(home) = plan.devices.iter().find(|d| d.name == name) {
         return Ok(home.run_node);
@@ -210,7 +216,9 @@ pub fn run(topo: &Topology, opts: &ProfileOpts, shutdown: &AtomicBool) -> Result
         .get(node as usize)
         .and_then(|o| o.first())
         .map(|&n| u32::from(n));
-    let remote_cpus = remote_node.and_then(|n| topo.node(n)).map(|n| n.cpus.clone());
+    let remote_cpus = remote_node
+        .and_then(|n| topo.node(n))
+        .map(|n| n.cpus.clone());
     let max_jobs = opts.max_jobs.unwrap_or(local_cpus.len() as u32).max(1);
     let target = match &opts.file {
         Some(path) => path.display().to_string(),
@@ -439,7 +447,10 @@ mod tests {
             p_numa_source: "prior",
             balance: 2,
         });
-        assert!(text.contains("   2      19000      110.0          -"), "{text}");
+        assert!(
+            text.contains("   2      19000      110.0          -"),
+            "{text}"
+        );
         assert!(text.ends_with("balance point n* = 2: keep up to 2 I/O-bound task(s) on node 0\n"));
     }
 

@@ -38,11 +38,7 @@ state=$ESN_WORK/learned.json
 common_args=(--stats 1 --control-interval 1 --state-file "$state")
 
 cleanup() {
-	if sched_alive; then
-		say "cleanup: scx_esn (pid $sched_pid) still running; SIGKILL"
-		kill -KILL "$sched_pid" 2>/dev/null
-		wait "$sched_pid" 2>/dev/null
-	fi
+	sched_kill
 	bio_trace_stop
 	for f in "$ESN_WORK"/sched-*.stderr; do
 		[[ -s $f ]] || continue

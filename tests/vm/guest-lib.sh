@@ -22,7 +22,7 @@
 #                                  -> scx_esn observe --json on DEV in the
 #                                     background; observe_stop ends it (SIGINT)
 #                                     and sets OBS_* from its total report
-#   sched_start OUT ERR TIMEOUT BIN ARGS... / sched_wait_exit SECONDS
+#   sched_start OUT ERR TIMEOUT BIN ARGS... / sched_wait_exit SECONDS / sched_kill
 #                                  -> the scheduler in the background, up
 #                                     when sched_ext says enabled (sched_pid)
 #   esn_save                       -> copies the working files to $ESN_OUTDIR
@@ -336,6 +336,15 @@ sched_wait_exit() {
 	wait "$sched_pid"
 	SCHED_RC=$?
 	SCHED_WAITED=$((SECONDS - t0))
+	sched_pid=
+}
+
+# sched_kill: the end of a test: a scheduler still running is killed.
+sched_kill() {
+	sched_alive || return 0
+	say "cleanup: scx_esn (pid $sched_pid) still running; SIGKILL"
+	kill -KILL "$sched_pid" 2>/dev/null
+	wait "$sched_pid" 2>/dev/null
 	sched_pid=
 }
 

@@ -58,11 +58,7 @@ dmesg_sx_errors() { # sched_ext lines that tell of an error, since boot
 }
 
 cleanup() {
-	if sched_alive; then
-		say "cleanup: scx_esn (pid $sched_pid) still running; SIGKILL"
-		kill -KILL "$sched_pid" 2>/dev/null
-		wait "$sched_pid" 2>/dev/null
-	fi
+	sched_kill
 	bio_trace_stop
 	dmesg | tail -n 200 >"$ESN_WORK/dmesg-tail.txt"
 	if [[ -s $sched_err || -s $sched_out ]]; then

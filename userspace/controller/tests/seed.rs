@@ -28,10 +28,7 @@ fn a_seeded_controller_starts_with_the_profiled_curve_and_penalty() {
     }
     assert_eq!(first.n_star, Some(balance), "{first:?}");
     // And it holds there on live intervals that agree with the profile.
-    let trace: Vec<u32> = run(&mut ctrl, &mut sim, 60)
-        .iter()
-        .map(learned)
-        .collect();
+    let trace: Vec<u32> = run(&mut ctrl, &mut sim, 60).iter().map(learned).collect();
     assert!(trace.iter().all(|&t| t == balance), "{trace:?}");
 }
 
@@ -40,7 +37,13 @@ fn seeding_skips_points_that_cannot_be_real_and_clamps_the_threshold() {
     let cfg = ControllerConfig::default();
     let mut ctrl = NodeController::new(0, 1, 4, &cfg);
     ctrl.seed(
-        &[(0, 1.0), (5, 2.0), (1, f64::NAN), (2, f64::INFINITY), (1, 1.1)],
+        &[
+            (0, 1.0),
+            (5, 2.0),
+            (1, f64::NAN),
+            (2, f64::INFINITY),
+            (1, 1.1),
+        ],
         None,
         99,
     );
