@@ -157,8 +157,8 @@ pub struct SchedOpts {
     /// Use this NUMA penalty (remote over local I/O cost, 1.0-10.0) instead
     /// of measuring it. For machines where the measured latency ratio is
     /// known to mislead (an emulator, a device whose remote penalty shows in
-    /// throughput rather than latency). Until a node has measured its own,
-    /// the prior 1.3 is used.
+    /// throughput rather than latency). Without it each node measures its
+    /// own, using the prior 1.3 until it has seen remote requests.
     #[arg(long, value_name = "X", conflicts_with = "threshold", value_parser = numa_penalty)]
     pub numa_penalty: Option<f64>,
 
