@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The bpftrace scripts of scripts/ on the host kernel, for real, with every
+# bpftrace at hand: Debian 12's 0.17 and the current ones that
+# tests/fetch-bpftrace.sh unpacks (trixie, sid). For each bpftrace, all five
+# scripts run at once (through scripts/bt-run.sh, as an operator would) while
+# fio does direct 4k random reads on a file of the disk under the build tree,
+# pinned to one CPU and moved to another halfway. Then, against fio's own
+# figures and sysfs:
+#   - nvme-locality: the disk's bios from the CPUs' node >= 95 % of fio's
+#     I/Os, its node (DEV_NODE) and locality as sysfs says (-1: nonode);
+#   - blk-lat-node: as many requests, a histogram, a mean device latency
+#     no higher than fio's completion latency (x1.5);
+#   - iowait-runq: I/O wake-ups >= 50 % of fio's I/Os, histogram present;
+#   - io-task-migrations: fio's forced move seen with the right node pair;
+#   - esn-decisions: refused with a clear message where the kernel has no
+#     sched_ext (it runs for real in tests/vm/guest-scripts.sh);
+#   - a script that bpftrace cannot run here must be refused by bt-run.sh
+#     with its reason (exit 3), never fail inside bpftrace or print nothing.
+# Static checks first: the header sections, the 0.17 variants printing the
+# same maps as the main scripts, esn-decisions.bt's layout and DSQ constants
+# against bpf/intf.h.
+#
+# Usage: tests/host/scripts.sh [SECONDS]   (root; needs fio, python3, cc)
+# Environment: ESN_BT_SUITES (default "trixie sid"; empty: system bpftrace
+# only), ESN_BT_ALLOW_MISSING=1 turns a failed download of a current bpftrace
+# into a loud skip instead of a failure.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+runtime=${1:-6}
+work=$repo/build/host-test/scripts
+rm -rf "$work"
+mkdir -p "$work"
+
+die() { echo "scripts host test: $*" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || die "needs root (BPF)"
+command -v fio >/dev/null || die "fio is missing (apt-get install fio)"
+command -v python3 >/dev/null || die "python3 is missing"
+command -v bpftrace >/dev/null || die "bpftrace is missing (apt-get install bpftrace)"
+(($(nproc) >= 2)) || die "needs 2 CPUs (fio is moved from one to the other)"
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || die "cannot mount tracefs"
+
+fails=0 passes=0
+check() { # NAME OK FIGURE
+	if [[ $2 == 1 ]]; then
+		echo "PASS $1: $3"
+		passes=$((passes + 1))
+	else
+		echo "FAIL $1: $3"
+		fails=$((fails + 1))
+	fi
+}
+
+# ------------------------------------------------------------ static checks --
+python3 - "$repo" <<'EOF' || fails=$((fails + 1))
+import re, subprocess, sys, os
+repo = sys.argv[1]
+ok = True
+def check(what, cond, fig):
+    global ok
+    print(f"{'PASS' if cond else 'FAIL'} static: {what}: {fig}")
+    ok = ok and cond
+names = ["nvme-locality", "blk-lat-node", "io-task-migrations", "iowait-runq", "esn-decisions"]
+def printed(path):
+    s = open(path).read()
+    return re.findall(r"print\((@\w+)", s[s.index("\nEND"):])
+for n in names:
+    s = open(f"{repo}/scripts/{n}.bt").read()
+    missing = [h for h in ("What it shows", "How to run it", "How to read the output", "Requirements")
+               if h not in s]
+    check(f"{n}.bt header", not missing, "missing " + ", ".join(missing) if missing else "all sections")
+    v = f"{repo}/scripts/bpftrace-0.17/{n}.bt"
+    if os.path.exists(v):
+        a, b = printed(f"{repo}/scripts/{n}.bt"), printed(v)
+        check(f"bpftrace-0.17/{n}.bt prints the maps of {n}.bt", a == b, f"{a} vs {b}")
+# esn-decisions.bt reads struct esn_placement by offset and knows the DSQ ids.
+src = r'''
+#include <stdio.h>
+#include <stddef.h>
+#include "intf.h"
+int main(void) {
+	printf("%zu %zu %llu %llu %d\n", offsetof(struct esn_placement, node),
+	       offsetof(struct esn_placement, home_node), ESN_DSQ_IO_BASE, ESN_DSQ_FAIR_BASE,
+	       (int)ESN_MAX_NODES);
+	return 0;
+}
+'''
+exe = f"{repo}/build/host-test/scripts/intf-offsets"
+r = subprocess.run(["cc", "-x", "c", "-I", f"{repo}/bpf", "-o", exe, "-"], input=src, text=True,
+                   capture_output=True)
+got = subprocess.run([exe], capture_output=True, text=True).stdout.split() if r.returncode == 0 else []
+bt = open(f"{repo}/scripts/esn-decisions.bt").read()
+want = ["12", "13", str(0x1000), str(0x2000), "64"]
+used = all(x in bt for x in ("arg2 + 12", "arg2 + 13", "0x1000", "0x2000", "0x1040", "0x2040"))
+check("esn-decisions.bt matches bpf/intf.h", got == want and used,
+      f"intf.h: node@{got[0] if got else '?'} home_node@{got[1] if got else '?'} "
+      f"io 0x{int(got[2]):x} fair 0x{int(got[3]):x} nodes {got[4]}" if got else r.stderr.strip())
+sys.exit(0 if ok else 1)
+EOF
+
+# ---------------------------------------------------------------- bpftraces --
+bts=("$(command -v bpftrace)")
+read -r -a suites <<<"${ESN_BT_SUITES-trixie sid}"
+if ((${#suites[@]})); then
+	while read -r suite ver path; do
+		if [[ $ver == - ]]; then
+			if [[ ${ESN_BT_ALLOW_MISSING:-0} == 1 ]]; then
+				echo "SKIPPED: no bpftrace from Debian $suite ($path); the raw-tracepoint scripts are not tested with it"
+			else
+				check "bpftrace from Debian $suite" 0 "$path"
+			fi
+			continue
+		fi
+		bts+=("$path")
+	done < <("$repo/tests/fetch-bpftrace.sh" "${suites[@]}")
+fi
+
+# ------------------------------------------------------------- the workload --
+source=$(findmnt -no SOURCE -T "$work")
+[[ -b $source ]] || die "$work is on $source, not a block device: run from a disk-backed checkout"
+disk=$(lsblk -no PKNAME "$source" | head -n1)
+[[ -n $disk ]] || disk=$(basename "$source")
+# The disk's NUMA node as sysfs tells it: the first numa_node file on the way
+# up from the disk's device (the scripts read the same from kernel structs).
+dev_node=-1
+d=$(readlink -f "/sys/block/$disk/device" 2>/dev/null)
+while [[ -n $d && $d != /sys/devices && $d != / ]]; do
+	if [[ -r $d/numa_node ]]; then
+		dev_node=$(cat "$d/numa_node")
+		break
+	fi
+	d=$(dirname "$d")
+done
+cpu_node() { # CPU -> its node
+	local n
+	for n in /sys/devices/system/cpu/cpu"$1"/node*; do
+		[[ -e $n ]] && { echo "${n##*node}"; return; }
+	done
+	echo -1
+}
+cpu_a=0 cpu_b=1
+node_a=$(cpu_node $cpu_a) node_b=$(cpu_node $cpu_b)
+sched_ext=0
+[[ -d /sys/kernel/sched_ext ]] && sched_ext=1
+kprobes=0
+[[ -e /sys/kernel/tracing/kprobe_events || -d /sys/bus/event_source/devices/kprobe ]] && kprobes=1
+echo "scripts host test: $(uname -r); fio on $work ($disk, NUMA node $dev_node); CPU $cpu_a (node $node_a) -> CPU $cpu_b (node $node_b); kprobes $kprobes, sched_ext $sched_ext"
+file=$work/fio.dat
+fio --name=layout --filename="$file" --size=128M --rw=write --bs=1M --direct=1 --output=/dev/null ||
+	die "cannot lay out $file"
+
+names=(nvme-locality blk-lat-node io-task-migrations iowait-runq esn-decisions)
+
+run_version() { # BPFTRACE
+	local bt=$1 ver out pids=() n i t0
+	ver=$("$bt" --version | awk '{ print $2 }')
+	out=$work/$ver
+	mkdir -p "$out"
+	echo "--- bpftrace $ver ($bt)"
+	for n in "${names[@]}"; do
+		# The marker bpftrace prints once every probe is attached (stdout
+		# in current versions, stderr in 0.17): both go to one file.
+		__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 BPFTRACE=$bt \
+			"$repo/scripts/bt-run.sh" "$n" >"$out/$n.out" 2>&1 &
+		pids+=($!)
+	done
+	t0=$SECONDS
+	for i in "${!names[@]}"; do
+		until grep -q __BPFTRACE_NOTIFY_PROBES_ATTACHED "$out/${names[$i]}.out" ||
+			! kill -0 "${pids[$i]}" 2>/dev/null || ((SECONDS - t0 > 120)); do
+			sleep 0.5
+		done
+	done
+	echo "    attached after $((SECONDS - t0)) s"
+	taskset -c "$cpu_a" fio --name=bt-scripts --filename="$file" --size=128M --direct=1 \
+		--rw=randread --bs=4k --ioengine=psync --numjobs=1 --time_based \
+		--runtime="$runtime" --output-format=json --output="$out/fio.json" &
+	local fio_pid=$! job
+	sleep $((runtime / 2))
+	# fio forks its job: move it (all threads) to the other CPU.
+	for job in $(pgrep -P "$fio_pid"); do
+		taskset -a -p -c "$cpu_b" "$job" >/dev/null
+	done
+	wait "$fio_pid"
+	sleep 1
+	for i in "${!names[@]}"; do
+		kill -INT "${pids[$i]}" 2>/dev/null
+	done
+	local rcs=()
+	for i in "${!names[@]}"; do
+		t0=$SECONDS
+		while kill -0 "${pids[$i]}" 2>/dev/null && ((SECONDS - t0 < 60)); do sleep 0.5; done
+		kill -KILL "${pids[$i]}" 2>/dev/null
+		wait "${pids[$i]}"
+		rcs+=("$?")
+	done
+	python3 - "$repo" "$out" "$ver" "$disk" "$dev_node" "$node_a" "$node_b" "$kprobes" "$sched_ext" \
+		"${rcs[@]}" <<'EOF'
+import json, sys
+sys.path.insert(0, sys.argv[1] + "/tests")
+from btmaps import parse, hist_count
+repo, out, ver, disk = sys.argv[1:5]
+dev_node, node_a, node_b, kprobes, sched_ext = (int(x) for x in sys.argv[5:10])
+names = ["nvme-locality", "blk-lat-node", "io-task-migrations", "iowait-runq", "esn-decisions"]
+rcs = dict(zip(names, (int(x) for x in sys.argv[10:])))
+fio = json.load(open(f"{out}/fio.json"))["jobs"][0]["read"]
+ios = fio["total_ios"]
+clat_us = fio["clat_ns"]["mean"] / 1000
+old = ver.startswith("v0.17.")
+want_loc = "nonode" if dev_node < 0 else None  # else per submitting node
+nodes = {node_a, node_b}
+lines = []
+
+def check(name, cond, fig):
+    lines.append((name, bool(cond), fig))
+
+def text(n):
+    return open(f"{out}/{n}.out", errors="replace").read()
+
+def refused(n, why):
+    t = text(n)
+    check(f"{n}: refused by bt-run.sh, with the reason", rcs[n] == 3 and why in t,
+          f"exit {rcs[n]}: {t.strip().splitlines()[-1] if t.strip() else 'no output'}")
+
+def ran(n):
+    t = text(n)
+    errors = [l for l in t.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+    good = rcs[n] == 0 and "__BPFTRACE_NOTIFY_PROBES_ATTACHED" in t and not errors
+    check(f"{n}: attached, exit 0 on SIGINT", good,
+          f"exit {rcs[n]}" + (f", {errors[0]}" if errors else ""))
+    return parse(t) if good else None
+
+def loc(node):
+    return want_loc or ("local" if node == dev_node else "remote")
+
+# nvme-locality, blk-lat-node: raw tracepoints, or kprobes with bpftrace 0.17.
+for n in ("nvme-locality", "blk-lat-node"):
+    if old and not kprobes:
+        refused(n, "needs kprobes")
+        continue
+    m = ran(n)
+    if m is None:
+        continue
+    if n == "nvme-locality":
+        bios = m.get("bios", {})
+        mine = {k: v for k, v in bios.items() if k[0] == disk}
+        right = sum(v for k, v in mine.items() if k[1] == dev_node and k[2] in nodes and k[3] == loc(k[2]))
+        check(f"{n}: {disk} bios from node(s) {sorted(nodes)} as DEV_NODE {dev_node} {loc(node_a)}",
+              right >= 0.95 * ios and ios > 1000, f"{right} bios (fio {ios} I/Os); keys {sorted(mine)}")
+        b = sum(v for k, v in m.get("bytes", {}).items() if k[0] == disk and k[3] == loc(k[2]))
+        check(f"{n}: bytes", b >= 0.95 * ios * 4096, f"{b} bytes")
+        if dev_node < 0:
+            check(f"{n}: no remote share for a device without a node",
+                  disk not in {k[0] for k in m.get("remote_pct", {})}, str(m.get("remote_pct")))
+    else:
+        reqs = m.get("reqs", {})
+        mine = {k: v for k, v in reqs.items() if k[0] == disk}
+        right = sum(v for k, v in mine.items() if k[1] == dev_node and k[2] in nodes and k[3] == loc(k[2]))
+        check(f"{n}: {disk} requests from node(s) {sorted(nodes)}", right >= 0.95 * ios,
+              f"{right} requests (fio {ios} I/Os); keys {sorted(mine)}")
+        h = m.get("usecs", {}).get((disk, loc(node_a)), {})
+        avg = m.get("avg_usecs", {}).get((disk, loc(node_a)), 0)
+        check(f"{n}: latency histogram and mean", hist_count(h) >= 0.95 * ios and 0 < avg <= 1.5 * clat_us,
+              f"{hist_count(h)} in the histogram, mean {avg} us (fio completion latency {clat_us:.1f} us)")
+
+m = ran("iowait-runq")
+if m is not None:
+    w = sum(v for k, v in m.get("iowait_wakeups", {}).items() if k[0] in nodes)
+    h = sum(hist_count(v) for k, v in m.get("iowait_runq_usecs", {}).items() if k[0] in nodes)
+    check("iowait-runq: I/O wake-ups on the CPUs' node(s) >= 50 % of fio's I/Os", w >= 0.5 * ios and h == w,
+          f"{w} wake-ups, {h} in the histograms (fio {ios} I/Os); "
+          f"avg {m.get('iowait_avg_usecs')} us, others {m.get('other_avg_usecs')} us")
+
+m = ran("io-task-migrations")
+if m is not None:
+    mig = m.get("migrations", {}).get(("fio", node_a, node_b), 0)
+    cross = {k: v for k, v in m.get("cross_node", {}).items() if k[0] == "fio"}
+    want_cross = node_a != node_b
+    check("io-task-migrations: fio's move seen", mig >= 1,
+          f"@migrations[fio, {node_a}, {node_b}] = {mig}; all fio: "
+          f"{ {k: v for k, v in m.get('migrations', {}).items() if k[0] == 'fio'} }")
+    check("io-task-migrations: cross-node only if the CPUs' nodes differ",
+          bool(cross) == want_cross, f"cross-node for fio: {cross}")
+
+if sched_ext:
+    check("esn-decisions: not run on a host with sched_ext (see the VM test)", True, "skipped")
+else:
+    refused("esn-decisions", "no sched_ext")
+
+for name, good, fig in lines:
+    print(f"{'PASS' if good else 'FAIL'} {ver} {name}: {fig}")
+sys.exit(0 if all(g for _, g, _ in lines) else 1)
+EOF
+	local rc=$?
+	if ((rc == 0)); then passes=$((passes + 1)); else fails=$((fails + 1)); fi
+}
+
+for bt in "${bts[@]}"; do
+	run_version "$bt"
+done
+rm -f "$file"
+echo "scripts host test: bpftrace $(for b in "${bts[@]}"; do "$b" --version | awk '{ printf "%s ", $2 }'; done)"
+if ((fails)); then
+	echo "scripts host test: FAILED (outputs in ${work#"$repo"/})"
+	exit 1
+fi
+echo "scripts host test: all PASS"
