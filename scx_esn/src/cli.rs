@@ -175,9 +175,22 @@ pub struct SchedOpts {
     #[arg(long)]
     pub no_state: bool,
 
-    /// Print scheduler counters every SECS seconds while running.
+    /// Print an interval of statistics every SECS seconds while running:
+    /// counters, per node placed/threshold and waits, the block I/O tables,
+    /// the controller's state.
     #[arg(long, value_name = "SECS")]
     pub stats: Option<f64>,
+
+    /// Do not load a scheduler: print the statistics of the scx_esn already
+    /// running, every SECS seconds, read from its stats socket
+    /// (/var/run/scx/root/stats), until SIGINT/SIGTERM. Waits for one to start.
+    #[arg(long, value_name = "SECS", conflicts_with = "stats")]
+    pub monitor: Option<f64>,
+
+    /// With --stats or --monitor: one JSON object per interval instead of
+    /// text.
+    #[arg(long)]
+    pub json: bool,
 
     /// Time slice in microseconds.
     #[arg(long, default_value_t = 5000, value_name = "US",

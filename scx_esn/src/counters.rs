@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use serde::{Deserialize, Serialize};
+
 use crate::bpf_intf;
 
 /// Counter names in `enum esn_stat` order (bpf/intf.h).
@@ -35,7 +37,7 @@ pub type Counters = [u64; NAMES.len()];
 
 /// Runnable-to-running waits on one node (struct esn_node_sched), summed
 /// over CPUs: cumulative when read, an interval's worth after `delta`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeWaits {
     pub io_waits: u64,
     pub io_wait_ns: u64,
@@ -65,7 +67,7 @@ impl NodeWaits {
 }
 
 /// Per-node gauges read at the same moment as the counters.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeLoad {
     pub node: u32,
     pub placed: u32,

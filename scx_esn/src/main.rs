@@ -16,6 +16,7 @@ mod observe_skel;
 mod plan;
 mod profile;
 mod sched;
+mod stats;
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -101,7 +102,16 @@ fn learning(opts: &SchedOpts) -> Result<Option<sched::Learning>> {
     }))
 }
 
+fn run_monitor(secs: f64, json: bool) -> Result<()> {
+    let every = cli::positive_secs("--monitor", secs)?;
+    let shutdown = sched::shutdown_flag()?;
+    stats::monitor(every, json, shutdown)
+}
+
 fn run_scheduler(opts: &SchedOpts) -> Result<()> {
+    if let Some(secs) = opts.monitor {
+        return run_monitor(secs, opts.json);
+    }
     let learning = learning(opts)?;
     check_sched_ext()?;
     let stats_every = opts
@@ -117,7 +127,7 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         let devices = blkobs::device_table(&topo);
         let mut scheduler =
             sched::Scheduler::init(opts, plan, devices, learning.as_ref(), &mut open_object)?;
-        let exit = scheduler.run(&shutdown, stats_every)?;
+        let exit = scheduler.run(&shutdown, stats_every, opts.json)?;
         if !exit.should_restart() {
             return Ok(());
         }

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use esn_stats::devt::DeviceTable;
-use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
@@ -33,8 +32,9 @@ use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
 use crate::control::{self, Control};
-use crate::counters::{self, Counters, NodeLoad, NodeWaits};
+use crate::counters::{self, Counters, NodeWaits};
 use crate::plan::Plan;
+use crate::stats;
 
 /// How often requests that never completed are looked for.
 const INFLIGHT_AGING_EVERY: Duration = Duration::from_secs(5);
@@ -281,20 +281,35 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    fn node_loads(&self, waits: &[NodeWaits]) -> Vec<NodeLoad> {
+    /// Placed tasks and threshold of each node with CPUs, now.
+    fn gauges(&self) -> Vec<stats::NodeGauge> {
         let placed = self.nr_placed();
         self.plan
             .node_has_cpus
             .iter()
             .enumerate()
             .filter(|(_, &has)| has)
-            .map(|(node, _)| NodeLoad {
+            .map(|(node, _)| stats::NodeGauge {
                 node: node as u32,
                 placed: placed[node],
                 threshold: self.thresholds[node],
-                waits: waits.get(node).copied().unwrap_or_default(),
             })
             .collect()
+    }
+
+    /// Everything counted since start, for an interval's difference.
+    fn cumulative(&self, aged_out: u64) -> Result<stats::Cumulative> {
+        Ok(stats::Cumulative {
+            counters: self.read_counters()?,
+            waits: self.read_node_waits()?,
+            io: self.io_snapshot(aged_out)?,
+            nodes: self.gauges(),
+            decisions: self
+                .control
+                .as_ref()
+                .map(|c| c.decisions().to_vec())
+                .unwrap_or_default(),
+        })
     }
 
     fn blkobs_maps(&self) -> BlkObsMaps<'_> {
@@ -312,15 +327,19 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Run until `shutdown` is set or the kernel unloads the scheduler.
+    /// Run until `shutdown` is set or the kernel unloads the scheduler.
+    /// `stats_every` prints an interval (`json`: as one JSON line); readers
+    /// of the stats socket get theirs whenever they ask.
     pub fn run(
         &mut self,
         shutdown: &AtomicBool,
         stats_every: Option<Duration>,
+        json: bool,
     ) -> Result<UserExitInfo> {
-        let mut last = self.read_counters()?;
-        let mut last_waits = self.read_node_waits()?;
         let mut aged_out = 0;
-        let mut last_io = self.io_snapshot(aged_out)?;
+        let start = Arc::new(self.cumulative(aged_out)?);
+        let mut last_stats = (*start).clone();
+        let server = stats::try_launch(self.devices.clone());
         let mut next_stats = stats_every.map(|d| Instant::now() + d);
         let mut next_aging = Instant::now() + INFLIGHT_AGING_EVERY;
         let mut next_control = Instant::now().checked_add(self.control_every);
@@ -347,43 +366,19 @@ impl<'a> Scheduler<'a> {
                     .age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
                 next_aging += INFLIGHT_AGING_EVERY;
             }
+            if let Some(server) = &server {
+                for _ in 0..server.wanted() {
+                    server.reply(stats::Reading {
+                        start: start.clone(),
+                        now: self.cumulative(aged_out)?,
+                    });
+                }
+            }
             if let (Some(at), Some(every)) = (next_stats, stats_every) {
                 if Instant::now() >= at {
-                    let now = self.read_counters()?;
-                    let waits = self.read_node_waits()?;
-                    let wait_deltas: Vec<NodeWaits> = waits
-                        .iter()
-                        .zip(&last_waits)
-                        .map(|(now, before)| now.delta(before))
-                        .collect();
-                    println!(
-                        "{}",
-                        counters::format_line(
-                            &counters::delta(&now, &last),
-                            &self.node_loads(&wait_deltas)
-                        )
-                    );
-                    last = now;
-                    last_waits = waits;
-                    let io = self.io_snapshot(aged_out)?;
-                    let report = build_report(
-                        &last_io,
-                        &io,
-                        &self.devices,
-                        &ReportOptions {
-                            device_filter: Vec::new(),
-                            top_tasks: 5,
-                            kind: ReportKind::Interval,
-                        },
-                    );
-                    print!("{}", render_text(&report));
-                    if let Some(control) = &self.control {
-                        print!(
-                            "{}",
-                            control::format_decisions(control.decisions(), &self.thresholds)
-                        );
-                    }
-                    last_io = io;
+                    let now = self.cumulative(aged_out)?;
+                    stats::print(&stats::interval(&last_stats, &now, &self.devices), json)?;
+                    last_stats = now;
                     next_stats = Some(at + every);
                 }
             }

@@ -14,6 +14,9 @@
 #      and since waiting for a CPU is now the lesser evil, settles at 2: 2 of
 #      3 jobs mostly on node 1, and node 1's share of the bios at least 20
 #      points above L's (expected about 67 % vs 33 %).
+#   M. during P, `scx_esn --monitor 1 --json` reads the running scheduler's
+#      stats socket: exit 0 on SIGINT, node 1's control state (override 3.0),
+#      and the NVMe requests it reports within 5 % of bpftrace's bio count.
 #   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
 #      file is replaced by a valid one.
 #   F. scx_esn profile --device NVME --max-jobs 2 --save (no scheduler): local
@@ -93,7 +96,19 @@ phase() {
 	say "$name: scx_esn up after ${SCHED_TOOK}s: $*"
 	from=$(control_lines "$P_OUT")
 	fio_randread_args "$dev" "$jobs" "$runtime"
+	MON_PID=
+	if [[ ${WITH_MONITOR:-0} == 1 ]]; then
+		"$bin" --monitor 1 --json >"$ESN_WORK/monitor.jsonl" 2>"$ESN_WORK/monitor.err" &
+		MON_PID=$!
+		sleep 2
+	fi
 	MB_SKIP=$((runtime - judge)) measure_bios_during "$((runtime + 60))" -- "${FIO[@]}"
+	MON_RC=-1
+	if [[ -n $MON_PID ]]; then
+		kill -INT "$MON_PID"
+		wait "$MON_PID"
+		MON_RC=$?
+	fi
 	tid_split fio 80
 	read -r P_FINAL P_SETTLED P_SOURCE P_NUMA P_LINES P_EXPLORED < <(control_summary "$P_OUT" "$from")
 	say "$name: learned threshold $P_FINAL, stable from second $P_SETTLED of $P_LINES, P_numa $P_NUMA ($P_SOURCE), $P_EXPLORED exploring"
@@ -149,7 +164,7 @@ ok=0
 check "S SIGINT: exit 0, state saved" "$ok" "exit $SCHED_RC after ${SCHED_WAITED}s; saved node-1 threshold $saved"
 
 # ---- P. --numa-penalty 3.0: from the saved state up to the CPU count -----------------
-phase P "$runtime_p" "${common_args[@]}" --numa-penalty 3.0
+WITH_MONITOR=1 phase P "$runtime_p" "${common_args[@]}" --numa-penalty 3.0
 restored=$(grep -c 'node 1: threshold 1 from the learned state' "$P_ERR" || true)
 ok=0
 [[ $MB_RC == 0 && $P_FINAL == 2 && $P_SOURCE == override && $restored == 1 ]] &&
@@ -157,6 +172,23 @@ ok=0
 check "P --numa-penalty 3.0: from the saved 1 up to 2, more on node 1" "$ok" \
 	"restored=$restored; threshold $P_FINAL from second $P_SETTLED of $P_LINES ($P_EXPLORED exploring); last ${judge}s: $MB_JOBS_N1 of $MB_JOBS jobs >80 % node 1, node-1 share $MB_PCT1 % (L: $l_pct1 %) of $MB_TOTAL bios; fio exit $MB_RC"
 stop_sched P
+
+# ---- M. the monitor read the stats socket during P -------------------------------------
+verdict=$(python3 - "$ESN_WORK/monitor.jsonl" "$(basename "$dev")" "$MB_FULL_TOTAL" "$MON_RC" <<'PY'
+import json, sys
+path, disk, bios, rc = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+lines = [json.loads(l) for l in open(path) if l.strip()]
+reqs = sum(d["reqs"] for l in lines for d in l["io"]["devices"] if d["name"] == disk)
+ctl = [c for l in lines for c in l["control"] if c["node"] == 1]
+last = ctl[-1] if ctl else {}
+ok = (rc == "0" and len(lines) >= 5 and bios > 0 and abs(reqs - bios) <= 0.05 * bios
+      and last.get("p_numa_source") == "override" and last.get("p_numa") == 3.0
+      and any(n["node"] == 1 for n in lines[-1]["nodes"]))
+print(int(ok), f"exit {rc}; {len(lines)} intervals; {disk} requests {reqs} vs bpftrace bios {bios}; "
+      f"last control n1: threshold {last.get('threshold')} p_numa {last.get('p_numa')} {last.get('p_numa_source')}")
+PY
+)
+check "M --monitor 1 --json reads the running scheduler" "${verdict%% *}" "${verdict#* }"
 
 # ---- C. a corrupt state file is ignored with a warning, then replaced -------------------
 printf '{"version": 1, "topology": tru' >"$state"

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Interval statistics of a running scheduler: printed by `--stats`, served on
+//! the scx_stats socket, read back by `--monitor`.
+//!
+//! ```text
+//!  run loop (owns the BPF maps) ── Cumulative (counters, waits, I/O tables,
+//!        │                          placed, thresholds, control decisions)
+//!        ├─► --stats: interval(last, now) ─► text or JSON
+//!        └─► stats server thread (scx_stats, /var/run/scx/root/stats):
+//!              each connection keeps its own previous Cumulative, so any number
+//!              of `scx_esn --monitor` clients get their own intervals
+//! ```
+//!
+//! Only cumulative readings cross the channel; every interval is a difference
+//! of two of them, made by whoever asked, so no reader disturbs another.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use crossbeam::channel::{Receiver, Sender};
+use esn_controller::Decision;
+use esn_stats::devt::DeviceTable;
+use esn_stats::report::{build_report, render_text, Report, ReportKind, ReportOptions};
+use esn_stats::snapshot::RawSnapshot;
+use log::warn;
+use scx_stats::prelude::{StatsOps, StatsServer, StatsServerData};
+use serde::{Deserialize, Serialize};
+
+use crate::control;
+use crate::counters::{self, Counters, NodeLoad, NodeWaits};
+
+/// Everything the scheduler has counted since it started, at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Cumulative {
+    pub counters: Counters,
+    /// Runnable-to-running waits, indexed by node.
+    pub waits: Vec<NodeWaits>,
+    pub io: RawSnapshot,
+    /// Gauges at that moment, one per node with CPUs.
+    pub nodes: Vec<NodeGauge>,
+    /// The controller's last decisions (empty with --threshold).
+    pub decisions: Vec<Decision>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeGauge {
+    pub node: u32,
+    pub placed: u32,
+    pub threshold: u32,
+}
+
+/// A reading and the one taken when the scheduler started, so that a new
+/// reader's first interval covers the whole run instead of nothing.
+#[derive(Clone, Debug)]
+pub struct Reading {
+    pub start: Arc<Cumulative>,
+    pub now: Cumulative,
+}
+
+/// One interval: the `--stats --json` and `--monitor --json` object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalStats {
+    /// Events during the interval, by counter name (see counters.rs).
+    pub counters: BTreeMap<String, u64>,
+    /// Per node with CPUs: placed I/O tasks and threshold now, waits during
+    /// the interval.
+    pub nodes: Vec<NodeLoad>,
+    /// Per node under the controller: its last decision.
+    pub control: Vec<Decision>,
+    /// The block I/O report, as `scx_esn observe` prints it.
+    pub io: Report,
+}
+
+/// What happened between two readings.
+pub fn interval(before: &Cumulative, now: &Cumulative, devices: &DeviceTable) -> IntervalStats {
+    let deltas = counters::delta(&now.counters, &before.counters);
+    let nodes = now
+        .nodes
+        .iter()
+        .map(|g| {
+            let idx = g.node as usize;
+            let waits = match (now.waits.get(idx), before.waits.get(idx)) {
+                (Some(n), Some(b)) => n.delta(b),
+                (Some(n), None) => *n,
+                _ => NodeWaits::default(),
+            };
+            NodeLoad {
+                node: g.node,
+                placed: g.placed,
+                threshold: g.threshold,
+                waits,
+            }
+        })
+        .collect();
+    IntervalStats {
+        counters: counters::NAMES
+            .iter()
+            .zip(deltas)
+            .map(|(name, v)| (name.to_string(), v))
+            .collect(),
+        nodes,
+        control: now.decisions.clone(),
+        io: build_report(
+            &before.io,
+            &now.io,
+            devices,
+            &ReportOptions {
+                device_filter: Vec::new(),
+                top_tasks: 5,
+                kind: ReportKind::Interval,
+            },
+        ),
+    }
+}
+
+/// The text form: the counters line, the block I/O tables, the control lines.
+pub fn render(s: &IntervalStats) -> String {
+    let mut values: Counters = [0; counters::NAMES.len()];
+    for (slot, name) in values.iter_mut().zip(counters::NAMES) {
+        *slot = s.counters.get(name).copied().unwrap_or(0);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", counters::format_line(&values, &s.nodes));
+    out.push_str(&render_text(&s.io));
+    let thresholds: Vec<u32> = {
+        let len = s
+            .nodes
+            .iter()
+            .map(|n| n.node as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut t = vec![0; len];
+        for n in &s.nodes {
+            t[n.node as usize] = n.threshold;
+        }
+        t
+    };
+    out.push_str(&control::format_decisions(&s.control, &thresholds));
+    out
+}
+
+/// Prints one interval as text or as one JSON line.
+pub fn print(s: &IntervalStats, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(s)?);
+    } else {
+        print!("{}", render(s));
+    }
+    Ok(())
+}
+
+/// The server side: requests come in from the server's threads, readings go
+/// back from the run loop.
+pub struct Server {
+    _server: StatsServer<(), Reading>,
+    requests: Receiver<()>,
+    replies: Sender<Reading>,
+}
+
+impl Server {
+    /// Serves `target "top"` on the standard scx_stats socket. Each
+    /// connection keeps its previous reading; `devices` names the disks.
+    pub fn launch(devices: DeviceTable) -> Result<Server> {
+        let open = move |_: (&Sender<()>, &Receiver<Reading>)| {
+            let devices = devices.clone();
+            let mut prev: Option<Cumulative> = None;
+            // The channels are the server's, shared by its connections: a
+            // request is answered by the next reading the run loop sends.
+            let read = move |_args: &BTreeMap<String, String>,
+                             (req, res): (&Sender<()>, &Receiver<Reading>)|
+                  -> Result<serde_json::Value> {
+                req.send(()).context("the scheduler's loop is gone")?;
+                let reading = res
+                    .recv_timeout(Duration::from_secs(5))
+                    .context("no reading from the scheduler's loop within 5 s")?;
+                let before = prev.as_ref().unwrap_or(&reading.start);
+                let stats = interval(before, &reading.now, &devices);
+                prev = Some(reading.now);
+                Ok(serde_json::to_value(stats)?)
+            };
+            Ok(Box::new(read) as Box<dyn scx_stats::prelude::StatsReader<(), Reading>>)
+        };
+        let data = StatsServerData::<(), Reading>::new().add_ops(
+            "top",
+            StatsOps {
+                open: Box::new(open),
+                close: None,
+            },
+        );
+        let server = StatsServer::new(data)
+            .launch()
+            .context("starting the stats server on /var/run/scx/root/stats")?;
+        let (replies, requests) = server.channels();
+        Ok(Server {
+            _server: server,
+            requests,
+            replies,
+        })
+    }
+
+    /// How many readers wait for a reading (call from the run loop).
+    pub fn wanted(&self) -> usize {
+        let mut n = 0;
+        while self.requests.try_recv().is_ok() {
+            n += 1;
+        }
+        n
+    }
+
+    pub fn reply(&self, reading: Reading) {
+        // A reader that timed out is gone; nothing to do about it here.
+        let _ = self.replies.send(reading);
+    }
+}
+
+/// `scx_esn --monitor SECS`: print a running scheduler's intervals until
+/// SIGINT/SIGTERM. Waits (and says so) while no scheduler serves stats.
+pub fn monitor(every: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<()> {
+    scx_utils::monitor_stats::<IntervalStats>(
+        &[],
+        every,
+        || shutdown.load(Ordering::Relaxed),
+        |s| print(&s, json),
+    )
+}
+
+/// Launching the server may fail (no /var/run, a read-only root): the
+/// scheduler runs on without it, and says so.
+pub fn try_launch(devices: DeviceTable) -> Option<Server> {
+    match Server::launch(devices) {
+        Ok(s) => Some(s),
+        Err(err) => {
+            warn!("no stats server, `scx_esn --monitor` will not see this instance: {err:#}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use esn_stats::devt::{DevT, DeviceInfo};
+    use esn_stats::hist::LatHist;
+    use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
+
+    fn reading(placed: u32, reqs: u64, at_ns: u64) -> Cumulative {
+        let mut c = Cumulative::default();
+        c.counters[0] = reqs;
+        c.waits = vec![
+            NodeWaits::default(),
+            NodeWaits {
+                io_waits: reqs,
+                io_wait_ns: reqs * 1000,
+                ..Default::default()
+            },
+        ];
+        c.nodes = vec![
+            NodeGauge {
+                node: 0,
+                placed: 0,
+                threshold: 2,
+            },
+            NodeGauge {
+                node: 1,
+                placed,
+                threshold: 1,
+            },
+        ];
+        let mut device = LatHist::default();
+        for _ in 0..reqs {
+            device.record(100_000);
+        }
+        c.io.at_ns = at_ns;
+        c.io.io.insert(
+            IoKey {
+                dev: DevT::new(259, 0),
+                locality: Locality::Local,
+                op: Op::Read,
+            },
+            IoCounters {
+                reqs,
+                bytes: reqs * 4096,
+                device,
+                ..Default::default()
+            },
+        );
+        c
+    }
+
+    fn devices() -> DeviceTable {
+        DeviceTable::new(vec![DeviceInfo {
+            name: "nvme0n1".into(),
+            dev: DevT::new(259, 0),
+            node: Some(1),
+            partitions: vec![],
+        }])
+    }
+
+    #[test]
+    fn an_interval_is_the_difference_of_two_readings() {
+        let a = reading(1, 100, 1_000_000_000);
+        let b = reading(1, 1100, 2_000_000_000);
+        let s = interval(&a, &b, &devices());
+        assert_eq!(s.counters[counters::NAMES[0]], 1000);
+        assert_eq!(s.nodes[1].waits.io_waits, 1000);
+        assert_eq!(s.nodes[1].threshold, 1);
+        let text = render(&s);
+        assert!(text.contains("n1=1/1 wait io=1us"), "{text}");
+        assert!(text.contains("nvme0n1"), "{text}");
+        // The JSON form reads back as it was written (what --monitor gets).
+        let back: IntervalStats =
+            serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn an_empty_first_reading_is_no_panic() {
+        let s = interval(&Cumulative::default(), &reading(0, 0, 5), &devices());
+        assert!(s.counters.values().all(|&v| v == 0));
+        let _ = render(&s);
+    }
+}
