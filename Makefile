@@ -31,12 +31,16 @@ lint:
 unit:
 	$(CARGO) test $(CARGO_FLAGS)
 
-# The block tracepoints on the host kernel itself (no sched_ext needed).
+# The block tracepoints on the host kernel itself (no sched_ext needed), and
+# the bpftrace scripts with every bpftrace at hand.
 host-test: build
 	tests/host/observe.sh
 	tests/host/profile.sh
+	tests/host/scripts.sh
 
-# The current sched_ext kernel of Debian trixie-backports, then the scheduler
+# The current sched_ext kernel of Debian trixie-backports (and on it the
+# bpftrace scripts, with a current bpftrace unpacked from Debian and with
+# Debian 12's 0.17), then the scheduler
 # test again on an older pinned one (skipped loudly once the archive drops it).
 COMPAT_KERNEL ?= 6.16.12+deb13
 # Then `observe` alone on Debian 12's own kernel (6.1: no sched_ext, no
@@ -44,6 +48,8 @@ COMPAT_KERNEL ?= 6.16.12+deb13
 OLD_KERNEL_SUITE ?= bookworm
 vm-test: build
 	tests/vm/run.sh
+	tests/fetch-bpftrace.sh
+	tests/vm/run.sh scripts
 	ESN_VM_DIR=$(CURDIR)/build/vm-compat ESN_KERNEL_VERSION=$(COMPAT_KERNEL) \
 		ESN_KERNEL_OPTIONAL=1 tests/vm/run.sh scheduler
 	ESN_VM_DIR=$(CURDIR)/build/vm-old ESN_KERNEL_SUITE=$(OLD_KERNEL_SUITE) \

@@ -28,8 +28,9 @@ runtime=${ESN_FIO_RUNTIME:-8}
 limit=$((runtime + 60))
 bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
 run=$ESN_REPO/scripts/bt-run.sh
-# Several bpftrace processes compile and attach at once under TCG.
-attach_timeout=$((ESN_BT_ATTACH_TIMEOUT + 120))
+# Several bpftrace processes compile and attach at once under TCG (seen:
+# 104-190 s for six, the longer one with another VM running beside).
+attach_timeout=$((ESN_BT_ATTACH_TIMEOUT + 180))
 dmesg_start=$(dmesg | wc -l)
 
 say "bpftrace scripts on $(uname -r)"
@@ -49,12 +50,18 @@ dev=$(nvme_dev_on_node 1) || dev=
 check "nvme0 on node 1" "$([[ -b $dev ]] && echo 1 || echo 0)" "dev=${dev:-none}"
 [[ -b $dev && -n $bt_old && -n $bt_new ]] || finish
 disk=$(basename "$dev")
+# Kernel addresses start 0xff.. with 5-level page tables (la57), 0xffff..
+# with 4: esn-decisions.bt must tell them from DSQ ids either way.
+check "guest paging" info "$(grep -qw la57 /proc/cpuinfo && echo "5-level (la57)" || echo 4-level)"
 
 # ------------------------------------------------------------- bpftraces ----
-declare -A bt_pid bt_rc
+declare -A bt_pid bt_rc bt_resent
 bt_start() { # KEY NAME BPFTRACE: bt-run.sh NAME in the background -> $ESN_WORK/KEY.out
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 BPFTRACE=$3 "$run" "$2" >"$ESN_WORK/$1.out" 2>&1 &
+	# -B line: the report shows up in the file as it is printed, which
+	# bt_stop watches.
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 BPFTRACE=$3 "$run" "$2" -B line >"$ESN_WORK/$1.out" 2>&1 &
 	bt_pid[$1]=$!
+	bt_resent[$1]=0
 }
 bt_wait_attached() { # KEY...: 0 if all attached within the timeout
 	local k t0=$SECONDS ok=0
@@ -72,12 +79,39 @@ bt_wait_attached() { # KEY...: 0 if all attached within the timeout
 	say "attached: $* after $((SECONDS - t0)) s"
 	return $ok
 }
+# bpftrace 0.17 acts on SIGINT only if it interrupts its epoll_wait(); one
+# that arrives while it reads its buffers is lost and it runs on (seen twice
+# in three boots, blk-lat-node's 0.17 variant, stuck in epoll_wait). A report
+# that has not begun after 20 s gets SIGINT again, at most 3 times; once it
+# has begun another SIGINT would kill bpftrace mid-report, so none is sent.
 bt_stop() { # KEY...: SIGINT, wait for the report (bounded), record the status
-	local k t0
-	for k in "$@"; do kill -INT "${bt_pid[$k]}" 2>/dev/null; done
+	local k t0 t size0
+	declare -A sizes
+	for k in "$@"; do
+		sizes[$k]=$(stat -c %s "$ESN_WORK/$k.out")
+		kill -INT "${bt_pid[$k]}" 2>/dev/null
+	done
 	for k in "$@"; do
 		t0=$SECONDS
-		while kill -0 "${bt_pid[$k]}" 2>/dev/null && ((SECONDS - t0 < 90)); do sleep 0.5; done
+		size0=${sizes[$k]}
+		while kill -0 "${bt_pid[$k]}" 2>/dev/null && ((SECONDS - t0 < 150)); do
+			sleep 0.5
+			if ((SECONDS - t0 >= 20 * (bt_resent[$k] + 1) && bt_resent[$k] < 3)) &&
+				[[ $(stat -c %s "$ESN_WORK/$k.out") == "$size0" ]]; then
+				bt_resent[$k]=$((bt_resent[$k] + 1))
+				say "$k: no report $((SECONDS - t0)) s after SIGINT; SIGINT again (${bt_resent[$k]})"
+				kill -INT "${bt_pid[$k]}" 2>/dev/null
+			fi
+		done
+		if kill -0 "${bt_pid[$k]}" 2>/dev/null; then
+			# Where it hangs, for the log (seen once: bpftrace 0.17 after
+			# SIGINT, before its END probe ran).
+			say "$k: still running $((SECONDS - t0)) s after SIGINT; kernel stacks:"
+			for t in /proc/"${bt_pid[$k]}"/task/*; do
+				echo "    task ${t##*/} ($(cat "$t/comm" 2>/dev/null)) wchan $(cat "$t/wchan" 2>/dev/null)"
+				sed 's/^/      /' "$t/stack" 2>/dev/null
+			done
+		fi
 		kill -KILL "${bt_pid[$k]}" 2>/dev/null
 		wait "${bt_pid[$k]}"
 		bt_rc[$k]=$?
@@ -92,6 +126,10 @@ fio_json() { # LABEL CPUS JOBS: pinned fio on the NVMe, JSON to $ESN_WORK/fio-LA
 }
 
 # ------------------------------------------------ 1. locality, latency ------
+# fio's first start reads its program and libraries over 9p, waiting on the
+# page cache in I/O wait: done here, before iowait-runq counts fio's waits.
+/usr/bin/fio --name=warm --filename="$dev" --readonly --rw=randread --bs=4k --direct=1 \
+	--size=1M --io_size=64k --output=/dev/null
 io_keys=(loc-new lat-new loc-old lat-old iowait-new mig-new)
 bt_start loc-new nvme-locality "$bt_new"
 bt_start lat-new blk-lat-node "$bt_new"
@@ -110,6 +148,9 @@ say "fio C: 2 jobs on CPUs 0-1, moved to 2-3 after 3 s"
 run_pinned_then_free 0-1 3 2-3 "${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1
 bt_stop mig-new
 
+for k in "${!bt_resent[@]}"; do
+	((bt_resent[$k] == 0)) || check "$k: needed SIGINT ${bt_resent[$k]} more time(s)" info "bpftrace lost the first one"
+done
 python3 - "$ESN_REPO" "$ESN_WORK" "$disk" "$v_new" "$v_old" "${bt_rc[loc-new]}" "${bt_rc[lat-new]}" \
 	"${bt_rc[loc-old]}" "${bt_rc[lat-old]}" "${bt_rc[iowait-new]}" "${bt_rc[mig-new]}" <<'EOF' >"$ESN_WORK/checks-1.tsv"
 import json, sys
@@ -167,10 +208,11 @@ if m:
     w = m.get("iowait_wakeups", {})
     w0, w1 = w.get((0,), 0), w.get((1,), 0)
     # Each psync read sleeps once. Other programs' page-cache misses count
-    # too (bpftrace itself loading, over 9p), so fio's own line is compared.
+    # too (bpftrace itself loading, over 9p), so fio's own line is compared;
+    # fio's start-up still waits for a few hundred pages (seen: +2-3 %).
     f = m.get("iowait_tasks", {})
     f0, f1 = f.get(("fio", 0), 0), f.get(("fio", 1), 0)
-    ok = 0.5 * A <= f0 <= 1.02 * A + 50 and 0.5 * B <= f1 <= 1.02 * B + 50 and w0 >= f0 and w1 >= f1
+    ok = 0.5 * A <= f0 <= 1.1 * A + 200 and 0.5 * B <= f1 <= 1.1 * B + 200 and w0 >= f0 and w1 >= f1
     out(ok, f"iowait-runq {v}: fio's I/O wake-ups on node 0 ~ fio A, node 1 ~ fio B",
         f"fio node0 {f0} (A {A}), node1 {f1} (B {B}); all node0 {w0}, node1 {w1}; "
         f"mean us {m.get('iowait_avg_usecs')}, others {m.get('other_avg_usecs')}")
@@ -214,6 +256,9 @@ if sched_alive; then
 fi
 tail -n 3 "$ESN_WORK/scx_esn.stdout" 2>/dev/null | sed 's/^/    scx_esn: /'
 
+for k in esn-new esn-old; do
+	((bt_resent[$k] == 0)) || check "$k: needed SIGINT ${bt_resent[$k]} more time(s)" info "bpftrace lost the first one"
+done
 python3 - "$ESN_REPO" "$ESN_WORK" "$v_new" "$v_old" "${bt_rc[esn-new]}" "${bt_rc[esn-old]}" <<'EOF' >"$ESN_WORK/checks-3.tsv"
 import sys
 sys.path.insert(0, sys.argv[1] + "/tests")
