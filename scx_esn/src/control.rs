@@ -284,12 +284,7 @@ impl Control {
             self.fingerprint.clone(),
             self.nodes.iter().map(|n| n.ctl.export()).collect(),
         );
-        let result = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
-            _ => Ok(()),
-        }
-        .and_then(|()| persist::save(&path, &state));
-        match result {
+        match save_state(&path, &state) {
             Ok(()) => {
                 self.save_failed = false;
                 log::debug!("learned state saved to {}", path.display());
@@ -305,6 +300,15 @@ impl Control {
             Err(_) => {}
         }
     }
+}
+
+/// Writes `state` to `path` (atomically, see `persist::save`), creating the
+/// directory first: /var/lib/scx_esn does not exist before the first save.
+pub fn save_state(path: &Path, state: &persist::LearnedState) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    persist::save(path, state)
 }
 
 /// "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.02n²+0.05n+1.00, n* 3":

@@ -366,11 +366,7 @@ fn save(plan: &Plan, p: &Profile, path: &Path) -> Result<()> {
     let points: Vec<(u32, f64)> = p.rows.iter().map(|r| (r.jobs, r.p_cont)).collect();
     ctl.seed(&points, p.p_numa_measured, p.balance);
     nodes.insert(p.node, ctl.export());
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating {} for the state file", dir.display()))?;
-    }
-    persist::save(
+    control::save_state(
         path,
         &persist::LearnedState::new(fingerprint, nodes.into_values().collect()),
     )
