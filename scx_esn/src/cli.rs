@@ -192,6 +192,15 @@ pub struct SchedOpts {
     #[arg(long)]
     pub json: bool,
 
+    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR:PORT/metrics
+    /// while the scheduler runs: counters since start, latency histograms in
+    /// seconds by device, node, locality and op, per-node thresholds and
+    /// penalties. A bare PORT listens on 127.0.0.1 only; give 0.0.0.0:PORT
+    /// to let other hosts scrape.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::prom::parse_listen,
+          conflicts_with = "monitor")]
+    pub prometheus: Option<std::net::SocketAddr>,
+
     /// Time slice in microseconds.
     #[arg(long, default_value_t = 5000, value_name = "US",
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
@@ -324,6 +333,17 @@ mod tests {
             let err = positive_secs("--x", bad).unwrap_err().to_string();
             assert!(err.starts_with("--x "), "{err}");
         }
+    }
+
+    #[test]
+    fn prometheus_address() {
+        let opts = Opts::try_parse_from(["scx_esn", "--prometheus", "9091"]).unwrap();
+        assert_eq!(
+            opts.sched.prometheus,
+            Some("127.0.0.1:9091".parse().unwrap())
+        );
+        let err = Opts::try_parse_from(["scx_esn", "--prometheus", "host"]).unwrap_err();
+        assert!(err.to_string().contains("ADDR:PORT"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod observe;
 mod observe_skel;
 mod plan;
 mod profile;
+mod prom;
 mod sched;
 mod stats;
 
@@ -119,6 +120,9 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         .map(|secs| cli::positive_secs("--stats", secs))
         .transpose()?;
     let shutdown = sched::shutdown_flag()?;
+    // Bound before loading: a taken port is an error now, not a silent gap
+    // in the dashboards. It outlives restarts of the scheduler.
+    let exporter = prom::launch_checked(opts.prometheus, &blkobs::device_table(&discover(opts)?))?;
     let mut open_object = MaybeUninit::uninit();
     loop {
         // Re-read the topology on every (re)start: a CPU hotplug restarts us.
@@ -127,7 +131,7 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         let devices = blkobs::device_table(&topo);
         let mut scheduler =
             sched::Scheduler::init(opts, plan, devices, learning.as_ref(), &mut open_object)?;
-        let exit = scheduler.run(&shutdown, stats_every, opts.json)?;
+        let exit = scheduler.run(&shutdown, stats_every, opts.json, exporter.as_ref())?;
         if !exit.should_restart() {
             return Ok(());
         }

@@ -327,7 +327,6 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Run until `shutdown` is set or the kernel unloads the scheduler.
-    /// Run until `shutdown` is set or the kernel unloads the scheduler.
     /// `stats_every` prints an interval (`json`: as one JSON line); readers
     /// of the stats socket get theirs whenever they ask.
     pub fn run(
@@ -335,6 +334,7 @@ impl<'a> Scheduler<'a> {
         shutdown: &AtomicBool,
         stats_every: Option<Duration>,
         json: bool,
+        exporter: Option<&crate::prom::Exporter>,
     ) -> Result<UserExitInfo> {
         let mut aged_out = 0;
         let start = Arc::new(self.cumulative(aged_out)?);
@@ -373,6 +373,9 @@ impl<'a> Scheduler<'a> {
                         now: self.cumulative(aged_out)?,
                     });
                 }
+            }
+            if let Some(exporter) = exporter {
+                exporter.answer(|| self.cumulative(aged_out))?;
             }
             if let (Some(at), Some(every)) = (next_stats, stats_every) {
                 if Instant::now() >= at {

@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `--prometheus ADDR:PORT`: the scheduler's cumulative readings as a
+//! Prometheus scrape target (`GET /metrics`, OpenMetrics text).
+//!
+//! ```text
+//!  scraper ──GET /metrics──► http thread ──(reply channel)──► run loop
+//!                                 ▲                              │ owns the maps
+//!                                 └──── Arc<Cumulative> ◄────────┘
+//!  http thread: Exposition(reading) ─► prometheus-client Registry ─► text
+//! ```
+//!
+//! Prometheus computes rates itself, so everything is exported as it is
+//! counted since the scheduler started (counters end in `_total`, latency
+//! histograms are in seconds); only the per-node placement state and the
+//! controller's penalties are gauges. The thread never touches BPF: like
+//! the stats server it asks the run loop, which answers between two sleeps.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use crossbeam::channel::{bounded, Receiver, Sender};
+use esn_stats::devt::DeviceTable;
+use esn_stats::hist::{slot_upper_ns, LatHist, LAT_SLOTS};
+use log::{info, warn};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::counters;
+use crate::stats::Cumulative;
+
+/// The OpenMetrics text format's media type, which Prometheus asks for first.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Port of `--prometheus` when only an address is missing: loopback.
+pub fn parse_listen(spec: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = spec.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    spec.parse::<SocketAddr>().map_err(|_| {
+        format!(
+            "{spec:?} is not ADDR:PORT or PORT (e.g. 127.0.0.1:9090, [::1]:9090, \
+             0.0.0.0:9090 to accept scrapes from other hosts)"
+        )
+    })
+}
+
+/// Histogram buckets of a log2 latency histogram, in seconds: slots below
+/// ~1 us fold into the first bucket and the last slot has no upper bound, so
+/// a series has 26 buckets instead of 40 without losing any sample.
+const FIRST_BUCKET_SLOT: usize = 9;
+const LAST_BOUNDED_SLOT: usize = 34;
+
+/// (upper bound in seconds, samples in that bucket) as encode_histogram takes
+/// them (it makes them cumulative), and the total.
+fn buckets(h: &LatHist) -> (Vec<(f64, u64)>, u64) {
+    let mut out = Vec::with_capacity(LAST_BOUNDED_SLOT - FIRST_BUCKET_SLOT + 2);
+    let below: u64 = h.slots[..=FIRST_BUCKET_SLOT].iter().sum();
+    let mut push = |slot: usize, n: u64| {
+        let upper = slot_upper_ns(slot).expect("a bounded slot") as f64 / 1e9;
+        out.push((upper, n));
+    };
+    push(FIRST_BUCKET_SLOT, below);
+    for slot in FIRST_BUCKET_SLOT + 1..=LAST_BOUNDED_SLOT {
+        push(slot, h.slots[slot]);
+    }
+    let above: u64 = h.slots[LAST_BOUNDED_SLOT + 1..LAT_SLOTS].iter().sum();
+    out.push((f64::INFINITY, above));
+    // The count must match the buckets (Prometheus checks it); BPF's own
+    // count may run a few ahead of the slots while being updated.
+    let total = out.iter().map(|(_, n)| n).sum();
+    (out, total)
+}
+
+/// One scrape: a reading and the names of the disks in it.
+#[derive(Debug)]
+struct Exposition {
+    reading: Arc<Cumulative>,
+    devices: DeviceTable,
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn counter_family(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: &[(Labels, u64)],
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
+    for (labels, value) in series {
+        ConstCounter::new(*value).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn float_counter_family(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: &[(Labels, f64)],
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
+    for (labels, value) in series {
+        ConstCounter::new(*value).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn gauge_family(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels, f64)],
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in series {
+        ConstGauge::new(*value).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn histogram_family<'h>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl Iterator<Item = (Labels, &'h LatHist)>,
+) -> std::fmt::Result {
+    let mut family =
+        encoder.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    for (labels, hist) in series {
+        let (b, total) = buckets(hist);
+        family.encode_family(&labels)?.encode_histogram::<Labels>(
+            hist.sum_ns as f64 / 1e9,
+            total,
+            &b,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+impl Collector for Exposition {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let r = &self.reading;
+        let node = |n: u32| ("node", n.to_string());
+
+        let events: Vec<(Labels, u64)> = counters::NAMES
+            .iter()
+            .zip(r.counters.iter())
+            .map(|(name, &v)| (vec![("event", name.to_string())], v))
+            .collect();
+        counter_family(
+            &mut encoder,
+            "scx_esn_events",
+            "Scheduler and request-tracking events by kind (the --stats counters)",
+            None,
+            &events,
+        )?;
+
+        let gauges = |f: fn(&crate::stats::NodeGauge) -> u32| -> Vec<(Labels, f64)> {
+            r.nodes
+                .iter()
+                .map(|g| (vec![node(g.node)], f(g) as f64))
+                .collect()
+        };
+        gauge_family(
+            &mut encoder,
+            "scx_esn_node_placed_tasks",
+            "I/O-bound tasks placed on the node now",
+            &gauges(|g| g.placed),
+        )?;
+        gauge_family(
+            &mut encoder,
+            "scx_esn_node_threshold",
+            "Most I/O-bound tasks the node keeps before spilling (learned or pinned)",
+            &gauges(|g| g.threshold),
+        )?;
+
+        let mut waits = Vec::new();
+        let mut wait_secs = Vec::new();
+        for (idx, w) in r.waits.iter().enumerate() {
+            for (class, n, ns) in [
+                ("io", w.io_waits, w.io_wait_ns),
+                ("fair", w.fair_waits, w.fair_wait_ns),
+            ] {
+                let labels = vec![node(idx as u32), ("class", class.to_string())];
+                waits.push((labels.clone(), n));
+                wait_secs.push((labels, ns as f64 / 1e9));
+            }
+        }
+        counter_family(
+            &mut encoder,
+            "scx_esn_runnable_waits",
+            "Runnable-to-running waits on the node: placed I/O tasks (io) and the rest (fair)",
+            None,
+            &waits,
+        )?;
+        float_counter_family(
+            &mut encoder,
+            "scx_esn_runnable_wait",
+            "Time spent runnable before running, summed, by node and class",
+            Some(&Unit::Seconds),
+            &wait_secs,
+        )?;
+
+        let p_numa: Vec<(Labels, f64)> = r
+            .decisions
+            .iter()
+            .map(|d| {
+                let source = serde_json::to_value(d.p_numa_source)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                (vec![node(d.node), ("source", source)], d.p_numa)
+            })
+            .collect();
+        gauge_family(
+            &mut encoder,
+            "scx_esn_numa_penalty",
+            "P_numa the node's threshold is balanced against (remote over local I/O cost)",
+            &p_numa,
+        )?;
+        let p_cont: Vec<(Labels, f64)> = r
+            .decisions
+            .iter()
+            .filter_map(|d| d.p_cont.map(|p| (vec![node(d.node)], p)))
+            .collect();
+        gauge_family(
+            &mut encoder,
+            "scx_esn_contention_penalty",
+            "P_cont last observed on the node (placed tasks' wait over an uncontended one)",
+            &p_cont,
+        )?;
+
+        // Block I/O since start, by disk, locality and op.
+        let io_labels = |key: &esn_stats::snapshot::IoKey| -> Labels {
+            let info = self.devices.lookup(key.dev);
+            vec![
+                ("device", self.devices.name_of(key.dev)),
+                (
+                    "node",
+                    info.and_then(|d| d.node)
+                        .map_or_else(|| "unknown".to_string(), |n| n.to_string()),
+                ),
+                ("locality", key.locality.as_str().to_string()),
+                ("op", key.op.as_str().to_string()),
+            ]
+        };
+        let mut reqs = Vec::new();
+        let mut bytes = Vec::new();
+        let mut cross = Vec::new();
+        for (key, c) in &r.io.io {
+            let labels = io_labels(key);
+            reqs.push((labels.clone(), c.reqs));
+            bytes.push((labels.clone(), c.bytes));
+            cross.push((labels, c.cross_completions));
+        }
+        counter_family(
+            &mut encoder,
+            "scx_esn_io_requests",
+            "Completed block requests; locality is the submitting CPU's node against the disk's",
+            None,
+            &reqs,
+        )?;
+        counter_family(
+            &mut encoder,
+            "scx_esn_io",
+            "Bytes of completed block requests",
+            Some(&Unit::Bytes),
+            &bytes,
+        )?;
+        counter_family(
+            &mut encoder,
+            "scx_esn_io_cross_node_completions",
+            "Requests completed on a node other than the one that submitted them",
+            None,
+            &cross,
+        )?;
+        histogram_family(
+            &mut encoder,
+            "scx_esn_io_device_latency",
+            "Block request latency from issue to completion (the device's time)",
+            r.io.io.iter().map(|(k, c)| (io_labels(k), &c.device)),
+        )?;
+        histogram_family(
+            &mut encoder,
+            "scx_esn_io_queue_latency",
+            "Block request latency from submission to issue (time in the block layer)",
+            r.io.io.iter().map(|(k, c)| (io_labels(k), &c.queue)),
+        )?;
+
+        let mut node_reqs = Vec::new();
+        for (&n, io) in &r.io.nodes {
+            node_reqs.push((vec![node(n), ("locality", "any".into())], io.reqs));
+            node_reqs.push((vec![node(n), ("locality", "remote".into())], io.remote_reqs));
+        }
+        counter_family(
+            &mut encoder,
+            "scx_esn_node_submitted_requests",
+            "Block requests submitted from the node's CPUs, all and those to a remote disk",
+            None,
+            &node_reqs,
+        )?;
+        Ok(())
+    }
+}
+
+/// The body of one scrape.
+fn exposition_text(reading: Arc<Cumulative>, devices: &DeviceTable) -> Result<String> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Exposition {
+        reading,
+        devices: devices.clone(),
+    }));
+    let mut body = String::new();
+    prometheus_client::encoding::text::encode(&mut body, &registry)
+        .context("encoding the metrics")?;
+    Ok(body)
+}
+
+/// What answers a scrape: asks for a reading and waits for it.
+pub type ReadingSource = Box<dyn Fn() -> Result<Arc<Cumulative>> + Send>;
+
+/// A source that asks whoever holds the receiver (the run loop) for a
+/// reading, and waits for it.
+fn channel_source() -> (ReadingSource, Receiver<Sender<Arc<Cumulative>>>) {
+    let (tx, requests) = bounded::<Sender<Arc<Cumulative>>>(4);
+    let source: ReadingSource = Box::new(move || {
+        let (reply, answer) = bounded(1);
+        tx.send(reply).context("the scheduler's loop is gone")?;
+        answer
+            .recv_timeout(Duration::from_secs(5))
+            .context("no reading from the scheduler's loop within 5 s")
+    });
+    (source, requests)
+}
+
+/// The run loop's side: readings are asked for with a reply channel each.
+pub struct Exporter {
+    requests: Receiver<Sender<Arc<Cumulative>>>,
+}
+
+impl Exporter {
+    /// Binds `addr` and serves until the process exits. Fails when the
+    /// address cannot be bound (in use, not local, no permission).
+    pub fn launch(addr: SocketAddr, devices: DeviceTable) -> Result<Exporter> {
+        let (source, requests) = channel_source();
+        let addr = serve(addr, devices, source)?;
+        info!("Prometheus metrics on http://{addr}/metrics");
+        Ok(Exporter { requests })
+    }
+
+    /// Answers every scrape waiting for a reading (call from the run loop).
+    pub fn answer(&self, mut read: impl FnMut() -> Result<Cumulative>) -> Result<()> {
+        let mut reading: Option<Arc<Cumulative>> = None;
+        while let Ok(reply) = self.requests.try_recv() {
+            let r = match &reading {
+                Some(r) => r.clone(),
+                None => reading.insert(Arc::new(read()?)).clone(),
+            };
+            // A scraper that gave up is gone; nothing to do about it here.
+            let _ = reply.send(r);
+        }
+        Ok(())
+    }
+}
+
+/// Binds and starts the HTTP thread; returns the bound address (port 0
+/// picks a free one, for tests).
+pub fn serve(addr: SocketAddr, devices: DeviceTable, source: ReadingSource) -> Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).with_context(|| {
+        format!("--prometheus {addr}: cannot listen there (in use? not an address of this host?)")
+    })?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("prometheus".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                if let Err(err) = handle(stream, &devices, &source) {
+                    warn!("prometheus: {err:#}");
+                }
+            }
+        })
+        .context("starting the prometheus thread")?;
+    Ok(bound)
+}
+
+/// One HTTP/1.x request on its connection, then close: scrapers reconnect
+/// for each scrape anyway, and no keep-alive means no idle connection can
+/// hold the only thread.
+fn handle(stream: TcpStream, devices: &DeviceTable, source: &ReadingSource) -> Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    // Headers are not needed, but must be read before the answer.
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, content_type, body) = match (method, path) {
+        ("GET", "/metrics") => match source().and_then(|r| exposition_text(r, devices)) {
+            Ok(body) => ("200 OK", CONTENT_TYPE, body),
+            Err(err) => (
+                "503 Service Unavailable",
+                "text/plain; charset=utf-8",
+                format!("{err:#}\n"),
+            ),
+        },
+        ("GET", "/") => (
+            "200 OK",
+            "text/plain; charset=utf-8",
+            "scx_esn: metrics at /metrics\n".to_string(),
+        ),
+        ("GET", _) => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "not found: try /metrics\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "only GET\n".to_string(),
+        ),
+    };
+    let mut out = stream;
+    write!(
+        out,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `--prometheus` failing to bind is an error before the scheduler loads:
+/// an operator who asked for metrics wants to know now, not find a gap in
+/// the dashboards later.
+pub fn launch_checked(spec: Option<SocketAddr>, devices: &DeviceTable) -> Result<Option<Exporter>> {
+    match spec {
+        None => Ok(None),
+        Some(addr) if addr.port() == 0 => bail!("--prometheus {addr}: give a port other than 0"),
+        Some(addr) => Exporter::launch(addr, devices.clone()).map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::NodeWaits;
+    use crate::stats::NodeGauge;
+    use esn_stats::devt::{DevT, DeviceInfo};
+    use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
+    use std::collections::BTreeMap;
+    use std::io::Read;
+
+    fn devices() -> DeviceTable {
+        DeviceTable::new(vec![DeviceInfo {
+            name: "nvme0n1".into(),
+            dev: DevT::new(259, 0),
+            node: Some(1),
+            partitions: vec![],
+        }])
+    }
+
+    fn reading() -> Cumulative {
+        let mut c = Cumulative::default();
+        c.counters[0] = 7;
+        c.waits = vec![
+            NodeWaits::default(),
+            NodeWaits {
+                io_waits: 4,
+                io_wait_ns: 2_000_000_000,
+                fair_waits: 1,
+                fair_wait_ns: 5,
+            },
+        ];
+        c.nodes = vec![
+            NodeGauge {
+                node: 0,
+                placed: 0,
+                threshold: 2,
+            },
+            NodeGauge {
+                node: 1,
+                placed: 2,
+                threshold: 3,
+            },
+        ];
+        let mut device = LatHist::default();
+        for ns in [100, 50_000, 50_000, 3_000_000, u64::MAX / 2] {
+            device.record(ns);
+        }
+        for (locality, reqs) in [(Locality::Local, 5), (Locality::Remote, 2)] {
+            c.io.io.insert(
+                IoKey {
+                    dev: DevT::new(259, 0),
+                    locality,
+                    op: Op::Read,
+                },
+                IoCounters {
+                    reqs,
+                    bytes: reqs * 4096,
+                    device: device.clone(),
+                    ..Default::default()
+                },
+            );
+        }
+        c.io.nodes = BTreeMap::from([(
+            0,
+            NodeIo {
+                reqs: 2,
+                remote_reqs: 2,
+                ..Default::default()
+            },
+        )]);
+        c
+    }
+
+    /// name{labels} -> value, every sample line of an exposition.
+    fn samples(text: &str) -> BTreeMap<String, f64> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').expect("a sample line");
+                (series.to_string(), value.parse().expect("a number"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn listen_spec_defaults_to_loopback() {
+        assert_eq!(
+            parse_listen("9090").unwrap(),
+            "127.0.0.1:9090".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen("[::1]:9100").unwrap(),
+            "[::1]:9100".parse().unwrap()
+        );
+        let err = parse_listen("localhost").unwrap_err();
+        assert!(err.contains("ADDR:PORT"), "{err}");
+    }
+
+    #[test]
+    fn buckets_keep_every_sample_and_their_bounds_grow() {
+        let mut h = LatHist::default();
+        for ns in [0, 1, 700, 1024, 5_000, 40_000_000_000, u64::MAX] {
+            h.record(ns);
+        }
+        let (b, total) = buckets(&h);
+        assert_eq!(total, 7);
+        assert_eq!(b.first().unwrap(), &(1024e-9, 3));
+        assert_eq!(b.last().unwrap(), &(f64::INFINITY, 2));
+        assert!(b.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn exposition_names_units_and_labels() {
+        let text = exposition_text(Arc::new(reading()), &devices()).unwrap();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let s = samples(&text);
+        let get = |k: &str| *s.get(k).unwrap_or_else(|| panic!("no {k} in\n{text}"));
+        assert_eq!(get("scx_esn_events_total{event=\"place_local\"}"), 7.0);
+        assert_eq!(get("scx_esn_node_threshold{node=\"1\"}"), 3.0);
+        assert_eq!(get("scx_esn_node_placed_tasks{node=\"1\"}"), 2.0);
+        assert_eq!(
+            get("scx_esn_runnable_wait_seconds_total{node=\"1\",class=\"io\"}"),
+            2.0
+        );
+        let local = "device=\"nvme0n1\",node=\"1\",locality=\"local\",op=\"read\"";
+        assert_eq!(get(&format!("scx_esn_io_requests_total{{{local}}}")), 5.0);
+        assert_eq!(get(&format!("scx_esn_io_bytes_total{{{local}}}")), 20480.0);
+        assert_eq!(
+            get(&format!(
+                "scx_esn_io_device_latency_seconds_count{{{local}}}"
+            )),
+            5.0
+        );
+        assert_eq!(
+            get(&format!(
+                "scx_esn_io_device_latency_seconds_bucket{{le=\"+Inf\",{local}}}"
+            )),
+            5.0
+        );
+        assert_eq!(
+            get("scx_esn_node_submitted_requests_total{node=\"0\",locality=\"remote\"}"),
+            2.0
+        );
+        // Every counter sample ends in _total, every histogram is in seconds.
+        for line in text.lines().filter(|l| l.starts_with("# TYPE")) {
+            let mut w = line.split_whitespace().skip(2);
+            let (name, kind) = (w.next().unwrap(), w.next().unwrap());
+            if kind == "histogram" {
+                assert!(name.ends_with("_seconds"), "{line}");
+            }
+        }
+        for series in s.keys() {
+            let name = series.split('{').next().unwrap();
+            let family = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("# TYPE "))
+                .find(|t| name.starts_with(t.split(' ').next().unwrap()))
+                .unwrap_or_else(|| panic!("{name} has no TYPE line"));
+            if family.ends_with(" counter") {
+                assert!(name.ends_with("_total"), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_reading_is_a_valid_exposition() {
+        let text =
+            exposition_text(Arc::new(Cumulative::default()), &DeviceTable::default()).unwrap();
+        assert!(text.contains("# TYPE scx_esn_events counter"), "{text}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n").unwrap();
+        let mut all = String::new();
+        s.read_to_string(&mut all).unwrap();
+        let (head, body) = all.split_once("\r\n\r\n").unwrap();
+        (head.to_string(), body.to_string())
+    }
+
+    #[test]
+    fn scraped_over_http_on_loopback() {
+        let (source, rx) = channel_source();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+        let exporter = Exporter { requests: rx };
+        // Stands in for the run loop: answers scrapes with fresh readings.
+        let mut served = 0;
+        let loop_thread = std::thread::spawn(move || {
+            for _ in 0..200 {
+                exporter.answer(|| {
+                    served += 1;
+                    let mut r = reading();
+                    r.counters[0] = served;
+                    Ok(r)
+                })?;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            anyhow::Ok(())
+        });
+        let (head, body) = http_get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains("application/openmetrics-text"), "{head}");
+        let first = samples(&body)["scx_esn_events_total{event=\"place_local\"}"];
+        let (_, body) = http_get(addr, "/metrics");
+        let second = samples(&body)["scx_esn_events_total{event=\"place_local\"}"];
+        assert!(second > first, "each scrape gets a new reading");
+        assert!(http_get(addr, "/nope").0.starts_with("HTTP/1.1 404"));
+        loop_thread.join().unwrap().unwrap();
+        // The loop is gone: a scrape now says why instead of hanging.
+        let (head, body) = http_get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        assert!(body.contains("loop"), "{body}");
+    }
+}
