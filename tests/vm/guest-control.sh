@@ -17,6 +17,11 @@
 #   M. during P, `scx_esn --monitor 1 --json` reads the running scheduler's
 #      stats socket: exit 0 on SIGINT, node 1's control state (override 3.0),
 #      and the NVMe requests it reports within 5 % of bpftrace's bio count.
+#   R. during P, --prometheus serves /metrics: one scrape after fio, in the
+#      OpenMetrics text format; the NVMe's requests_total (cumulative since
+#      the scheduler started, just before fio) within 95-110 % of bpftrace's
+#      bio count, its latency histogram's count and +Inf bucket equal to it,
+#      node 1's threshold gauge as the stats say, numa_penalty 3.0 override.
 #   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
 #      file is replaced by a valid one.
 #   F. scx_esn profile --device NVME --max-jobs 2 --save (no scheduler): local
@@ -38,6 +43,7 @@ runtime_p=${ESN_CONTROL_RUNTIME_P:-70}
 judge=${ESN_CONTROL_JUDGE:-15}
 jobs=${ESN_CONTROL_JOBS:-3}
 state=$ESN_WORK/learned.json
+prom_addr=127.0.0.1:9101
 common_args=(--stats 1 --control-interval 1 --state-file "$state")
 
 cleanup() {
@@ -105,6 +111,11 @@ phase() {
 	MB_SKIP=$((runtime - judge)) measure_bios_during "$((runtime + 60))" -- "${FIO[@]}"
 	MON_RC=-1
 	if [[ -n $MON_PID ]]; then
+		# While it still runs: one scrape of --prometheus (check R).
+		python3 -c 'import sys, urllib.request
+r = urllib.request.urlopen(sys.argv[1], timeout=10)
+sys.stdout.write(r.headers.get("Content-Type") + "\n" + r.read().decode())' \
+			"http://$prom_addr/metrics" >"$ESN_WORK/metrics.txt" 2>"$ESN_WORK/metrics.err"
 		kill -INT "$MON_PID"
 		wait "$MON_PID"
 		MON_RC=$?
@@ -164,7 +175,7 @@ ok=0
 check "S SIGINT: exit 0, state saved" "$ok" "exit $SCHED_RC after ${SCHED_WAITED}s; saved node-1 threshold $saved"
 
 # ---- P. --numa-penalty 3.0: from the saved state up to the CPU count -----------------
-WITH_MONITOR=1 phase P "$runtime_p" "${common_args[@]}" --numa-penalty 3.0
+WITH_MONITOR=1 phase P "$runtime_p" "${common_args[@]}" --numa-penalty 3.0 --prometheus "$prom_addr"
 restored=$(grep -c 'node 1: threshold 1 from the learned state' "$P_ERR" || true)
 ok=0
 [[ $MB_RC == 0 && $P_FINAL == 2 && $P_SOURCE == override && $restored == 1 ]] &&
@@ -189,6 +200,42 @@ print(int(ok), f"exit {rc}; {len(lines)} intervals; {disk} requests {reqs} vs bp
 PY
 )
 check "M --monitor 1 --json reads the running scheduler" "${verdict%% *}" "${verdict#* }"
+
+# ---- R. the Prometheus endpoint scraped during P, against bpftrace -----------------------
+verdict=$(python3 - "$ESN_WORK/metrics.txt" "$(basename "$dev")" "$MB_FULL_TOTAL" "$P_FINAL" <<'PY'
+import re, sys
+path, disk, bios, final = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+text = open(path).read()
+ctype, _, body = text.partition("\n")
+samples = {}
+for line in body.splitlines():
+    if line and not line.startswith("#"):
+        series, value = line.rsplit(" ", 1)
+        samples[series] = float(value)
+def total(prefix, **want):
+    out = 0.0
+    for series, v in samples.items():
+        name, _, labels = series.partition("{")
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if name == prefix and all(lab.get(k) == w for k, w in want.items()):
+            out += v
+    return out
+reqs = total("scx_esn_io_requests_total", device=disk)
+hist = total("scx_esn_io_device_latency_seconds_count", device=disk)
+inf = total("scx_esn_io_device_latency_seconds_bucket", device=disk, le="+Inf")
+thr = total("scx_esn_node_threshold", node="1")
+pen = total("scx_esn_numa_penalty", node="1", source="override")
+# Cumulative since the scheduler started, which is before fio: at least
+# what bpftrace saw during the measurement, and not much more.
+ok = (ctype.startswith("application/openmetrics-text") and body.endswith("# EOF\n")
+      and bios > 0 and 0.95 * bios <= reqs <= 1.10 * bios and hist == reqs and inf == reqs
+      and str(int(thr)) == final and pen == 3.0)
+print(int(ok), f"{ctype.split(';')[0]}; {len(samples)} samples; {disk} requests_total {reqs:.0f} "
+      f"(histogram count {hist:.0f}, +Inf {inf:.0f}) vs bpftrace bios {bios}; "
+      f"node_threshold n1 {thr:.0f} (stats: {final}); numa_penalty n1 {pen}")
+PY
+)
+check "R --prometheus: /metrics agrees with bpftrace and the controller" "${verdict%% *}" "${verdict#* }"
 
 # ---- C. a corrupt state file is ignored with a warning, then replaced -------------------
 printf '{"version": 1, "topology": tru' >"$state"
