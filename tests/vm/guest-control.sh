@@ -20,7 +20,9 @@
 #   R. during P, --prometheus serves /metrics: one scrape after fio, in the
 #      OpenMetrics text format; the NVMe's requests_total (cumulative since
 #      the scheduler started, just before fio) within 95-110 % of bpftrace's
-#      bio count, its latency histogram's count and +Inf bucket equal to it,
+#      bio count, its latency histogram's count equal to its +Inf bucket and
+#      within 0.1 % of it (BPF counts the two apart; a scrape during I/O may
+#      fall between them),
 #      node 1's threshold gauge as the stats say, numa_penalty 3.0 override.
 #   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
 #      file is replaced by a valid one.
@@ -228,7 +230,8 @@ pen = total("scx_esn_numa_penalty", node="1", source="override")
 # Cumulative since the scheduler started, which is before fio: at least
 # what bpftrace saw during the measurement, and not much more.
 ok = (ctype.startswith("application/openmetrics-text") and body.endswith("# EOF\n")
-      and bios > 0 and 0.95 * bios <= reqs <= 1.10 * bios and hist == reqs and inf == reqs
+      and bios > 0 and 0.95 * bios <= reqs <= 1.10 * bios and inf == hist
+      and abs(hist - reqs) <= max(5, 0.001 * reqs)
       and str(int(thr)) == final and pen == 3.0)
 print(int(ok), f"{ctype.split(';')[0]}; {len(samples)} samples; {disk} requests_total {reqs:.0f} "
       f"(histogram count {hist:.0f}, +Inf {inf:.0f}) vs bpftrace bios {bios}; "
