@@ -285,6 +285,26 @@ static bool can_return_home(struct task_struct *p, u32 node, u32 home)
 	return *count < *limit && task_allowed_on_node(p, home);
 }
 
+enum node_event { NODE_SPILL_IN, NODE_SPILL_OUT, NODE_STOLEN_FROM };
+
+/*
+ * A per-node event counted on the node it concerns (not the running CPU's
+ * node): the map is per-CPU, so this only adds to the current CPU's copy.
+ */
+static __always_inline void node_event_inc(u32 node, enum node_event ev)
+{
+	struct esn_node_sched *ns = bpf_map_lookup_elem(&node_sched, &node);
+
+	if (!ns)
+		return;
+	if (ev == NODE_SPILL_IN)
+		ns->spill_in++;
+	else if (ev == NODE_SPILL_OUT)
+		ns->spill_out++;
+	else
+		ns->stolen_from++;
+}
+
 /* Home node first, then the neighbours nearest first; ESN_NO_NODE if all
  * the nodes @p may use are full. */
 static u8 choose_node(struct task_struct *p, u8 home)
@@ -302,6 +322,8 @@ static u8 choose_node(struct task_struct *p, u8 home)
 			break;
 		if (task_allowed_on_node(p, node) && node_take_slot(node)) {
 			stat_inc(ESN_STAT_PLACE_SPILL);
+			node_event_inc(node, NODE_SPILL_IN);
+			node_event_inc(home, NODE_SPILL_OUT);
 			return node;
 		}
 	}
@@ -618,6 +640,7 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 		if (io_queue_starving(other, now) &&
 		    scx_bpf_dsq_move_to_local(io_dsq(other), 0)) {
 			stat_inc(ESN_STAT_IO_STOLEN);
+			node_event_inc(other, NODE_STOLEN_FROM);
 			return;
 		}
 	}
@@ -633,6 +656,7 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu)
 	u32 node = node_of_cpu(cpu);
 	struct esn_node_sched *ns;
 	u64 now = bpf_ktime_get_ns(), wait;
+	u32 slot;
 
 	if (!st->runnable_at)
 		return;
@@ -641,6 +665,9 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu)
 	ns = bpf_map_lookup_elem(&node_sched, &node);
 	if (!ns)
 		return;
+	slot = lat_slot(wait);
+	if (slot < ESN_LAT_SLOTS)
+		ns->wait_slots[slot]++;
 	if (st->io_placed) {
 		ns->io_waits++;
 		ns->io_wait_ns += wait;

@@ -168,6 +168,15 @@ struct esn_node_sched {
 	u64 io_wait_ns;		/* ... and their total wait */
 	u64 fair_waits;		/* everyone else */
 	u64 fair_wait_ns;
+	/*
+	 * Every wait, both classes, by log2 slot (lat_slot's rule): the longest
+	 * wait of an interval is how close the watchdog came to unloading us.
+	 */
+	u64 wait_slots[ESN_LAT_SLOTS];
+	/* Keyed by the node concerned rather than by the running CPU's: */
+	u64 spill_in;		/* placed here though homed elsewhere */
+	u64 spill_out;		/* homed here, placed elsewhere */
+	u64 stolen_from;	/* placed here, run by another node's CPU */
 };
 
 /*

@@ -4,8 +4,6 @@
 
 use std::fmt::Write;
 
-use serde::{Deserialize, Serialize};
-
 use crate::bpf_intf;
 
 /// Counter names in `enum esn_stat` order (bpf/intf.h).
@@ -35,45 +33,45 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
 
 pub type Counters = [u64; NAMES.len()];
 
-/// Runnable-to-running waits on one node (struct esn_node_sched), summed
-/// over CPUs: cumulative when read, an interval's worth after `delta`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeWaits {
-    pub io_waits: u64,
-    pub io_wait_ns: u64,
-    pub fair_waits: u64,
-    pub fair_wait_ns: u64,
-}
+pub use esn_stats::live::{NodeLoad, NodeWaits};
+use esn_stats::LatHist;
 
-impl NodeWaits {
-    /// Saturating, like the counters: a reset never prints as a huge wait.
-    pub fn delta(&self, before: &NodeWaits) -> NodeWaits {
-        NodeWaits {
-            io_waits: self.io_waits.saturating_sub(before.io_waits),
-            io_wait_ns: self.io_wait_ns.saturating_sub(before.io_wait_ns),
-            fair_waits: self.fair_waits.saturating_sub(before.fair_waits),
-            fair_wait_ns: self.fair_wait_ns.saturating_sub(before.fair_wait_ns),
-        }
-    }
-
-    /// Mean wait of the placed I/O-bound tasks, in ns.
-    pub fn io_mean_ns(&self) -> Option<f64> {
-        (self.io_waits > 0).then(|| self.io_wait_ns as f64 / self.io_waits as f64)
-    }
-
-    pub fn fair_mean_ns(&self) -> Option<f64> {
-        (self.fair_waits > 0).then(|| self.fair_wait_ns as f64 / self.fair_waits as f64)
-    }
-}
-
-/// Per-node gauges read at the same moment as the counters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeLoad {
-    pub node: u32,
-    pub placed: u32,
-    pub threshold: u32,
-    /// Waits during the interval.
+/// One node's `struct esn_node_sched`, summed over CPUs, cumulative.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeSched {
     pub waits: NodeWaits,
+    /// Every runnable-to-running wait by log2 slot (count and sum unused).
+    pub wait_hist: LatHist,
+    pub spill_in: u64,
+    pub spill_out: u64,
+    pub stolen_from: u64,
+}
+
+impl NodeSched {
+    /// Adds one CPU's copy.
+    pub fn add(&mut self, v: &bpf_intf::esn_node_sched) {
+        self.waits.io_waits += v.io_waits;
+        self.waits.io_wait_ns += v.io_wait_ns;
+        self.waits.fair_waits += v.fair_waits;
+        self.waits.fair_wait_ns += v.fair_wait_ns;
+        for (sum, &n) in self.wait_hist.slots.iter_mut().zip(v.wait_slots.iter()) {
+            *sum += n;
+        }
+        self.spill_in += v.spill_in;
+        self.spill_out += v.spill_out;
+        self.stolen_from += v.stolen_from;
+    }
+}
+
+/// Upper bound of the longest wait in `hist` (its highest non-empty slot),
+/// in ns; `None` for an empty one. The last slot has no bound: its start is
+/// the best that can be said.
+pub fn longest_wait_ns(hist: &LatHist) -> Option<u64> {
+    let slot = hist.slots.iter().rposition(|&n| n > 0)?;
+    Some(
+        esn_stats::hist::slot_upper_ns(slot)
+            .unwrap_or_else(|| esn_stats::hist::slot_lower_ns(slot)),
+    )
 }
 
 fn fmt_wait(mean_ns: Option<f64>) -> String {
@@ -166,6 +164,7 @@ mod tests {
                 placed: 1,
                 threshold: 2,
                 waits: NodeWaits::default(),
+                ..Default::default()
             },
             NodeLoad {
                 node: 1,
@@ -177,6 +176,7 @@ mod tests {
                     fair_waits: 1,
                     fair_wait_ns: 3_000,
                 },
+                ..Default::default()
             },
         ];
         let line = format_line(&d, &nodes);
@@ -207,6 +207,33 @@ mod tests {
         assert_eq!((d.fair_waits, d.fair_wait_ns), (0, 0));
         assert_eq!(d.io_mean_ns(), Some(100.0));
         assert_eq!(d.fair_mean_ns(), None);
+    }
+
+    #[test]
+    fn longest_wait_is_the_top_slots_bound() {
+        let mut h = LatHist::default();
+        assert_eq!(longest_wait_ns(&h), None);
+        h.record(3_000);
+        h.record(1_500_000);
+        assert_eq!(longest_wait_ns(&h), Some(1 << 21));
+        h.record(u64::MAX);
+        assert_eq!(longest_wait_ns(&h), Some(1 << 39));
+    }
+
+    #[test]
+    fn node_sched_adds_cpus() {
+        // A POD filled the way the map's bytes would be.
+        let mut cpu: bpf_intf::esn_node_sched = unsafe { std::mem::zeroed() };
+        cpu.io_waits = 2;
+        cpu.spill_in = 1;
+        cpu.stolen_from = 4;
+        cpu.wait_slots[10] = 3;
+        let mut sum = NodeSched::default();
+        sum.add(&cpu);
+        sum.add(&cpu);
+        assert_eq!(sum.waits.io_waits, 4);
+        assert_eq!((sum.spill_in, sum.spill_out, sum.stolen_from), (2, 0, 8));
+        assert_eq!(sum.wait_hist.slots[10], 6);
     }
 
     #[test]

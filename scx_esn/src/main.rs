@@ -11,6 +11,7 @@ mod bpf_skel;
 mod cli;
 mod control;
 mod counters;
+mod cpustat;
 mod observe;
 mod observe_skel;
 mod plan;

@@ -187,7 +187,7 @@ impl Collector for Exposition {
 
         let mut waits = Vec::new();
         let mut wait_secs = Vec::new();
-        for (idx, w) in r.waits.iter().enumerate() {
+        for (idx, w) in r.sched.iter().map(|s| &s.waits).enumerate() {
             for (class, n, ns) in [
                 ("io", w.io_waits, w.io_wait_ns),
                 ("fair", w.fair_waits, w.fair_wait_ns),
@@ -464,7 +464,7 @@ pub fn launch_checked(spec: Option<SocketAddr>, devices: &DeviceTable) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::NodeWaits;
+    use crate::counters::{NodeSched, NodeWaits};
     use crate::stats::NodeGauge;
     use esn_stats::devt::{DevT, DeviceInfo};
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
@@ -483,23 +483,29 @@ mod tests {
     fn reading() -> Cumulative {
         let mut c = Cumulative::default();
         c.counters[0] = 7;
-        c.waits = vec![
-            NodeWaits::default(),
-            NodeWaits {
-                io_waits: 4,
-                io_wait_ns: 2_000_000_000,
-                fair_waits: 1,
-                fair_wait_ns: 5,
+        c.sched = vec![
+            NodeSched::default(),
+            NodeSched {
+                waits: NodeWaits {
+                    io_waits: 4,
+                    io_wait_ns: 2_000_000_000,
+                    fair_waits: 1,
+                    fair_wait_ns: 5,
+                },
+                spill_in: 3,
+                ..Default::default()
             },
         ];
         c.nodes = vec![
             NodeGauge {
                 node: 0,
+                cpus: 2,
                 placed: 0,
                 threshold: 2,
             },
             NodeGauge {
                 node: 1,
+                cpus: 2,
                 placed: 2,
                 threshold: 3,
             },

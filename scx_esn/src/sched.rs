@@ -32,7 +32,8 @@ use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
 use crate::control::{self, Control};
-use crate::counters::{self, Counters, NodeWaits};
+use crate::counters::{self, Counters, NodeSched, NodeWaits};
+use crate::cpustat;
 use crate::plan::Plan;
 use crate::stats;
 
@@ -42,6 +43,10 @@ const INFLIGHT_AGING_EVERY: Duration = Duration::from_secs(5);
 /// How often the learned state is written while running (and at exit), so a
 /// crash or power loss costs at most this much learning.
 const STATE_SAVE_EVERY: Duration = Duration::from_secs(60);
+
+/// sched_ext's watchdog timeout when the scheduler sets none
+/// (SCX_WATCHDOG_MAX_TIMEOUT, 30 s).
+const WATCHDOG_DEFAULT_MS: u64 = 30_000;
 
 /// The threshold controller's part of the options; `None` pins thresholds.
 pub struct Learning {
@@ -60,6 +65,8 @@ pub struct Scheduler<'a> {
     thresholds: Vec<u32>,
     control: Option<Control>,
     control_every: Duration,
+    /// What the kernel's watchdog allows a runnable task to wait, in ms.
+    watchdog_timeout_ms: u64,
 }
 
 /// libbpf's own messages go to our log. Its warnings (the verifier log on a
@@ -128,6 +135,11 @@ impl<'a> Scheduler<'a> {
         let open_opts = kconfig_opts(opts)?.into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
         skel.struct_ops.esn_ops_mut().exit_dump_len = opts.exit_dump_len;
+        // 0 asks for the kernel's default, which is also its maximum.
+        let watchdog_timeout_ms = match skel.struct_ops.esn_ops_mut().timeout_ms {
+            0 => WATCHDOG_DEFAULT_MS,
+            ms => ms as u64,
+        };
 
         let rodata = skel
             .maps
@@ -162,7 +174,7 @@ impl<'a> Scheduler<'a> {
                 learning.state_file.clone(),
                 control::topology_fingerprint(&plan),
                 maps.io_counters()?,
-                read_node_waits(&skel, plan.nr_nodes)?,
+                node_waits(&read_node_sched(&skel, plan.nr_nodes)?),
             );
             for (node, limit) in c.initial_thresholds() {
                 thresholds[node as usize] = limit;
@@ -228,6 +240,7 @@ impl<'a> Scheduler<'a> {
             thresholds,
             control,
             control_every: learning.map_or(Duration::MAX, |l| l.interval),
+            watchdog_timeout_ms,
         })
     }
 
@@ -240,8 +253,8 @@ impl<'a> Scheduler<'a> {
         Ok(out)
     }
 
-    fn read_node_waits(&self) -> Result<Vec<NodeWaits>> {
-        read_node_waits(&self.skel, self.plan.nr_nodes)
+    fn read_node_sched(&self) -> Result<Vec<NodeSched>> {
+        read_node_sched(&self.skel, self.plan.nr_nodes)
     }
 
     /// BPF's nr_placed, indexed by node.
@@ -255,7 +268,7 @@ impl<'a> Scheduler<'a> {
     /// One controller step; the thresholds it changed go to BPF at once.
     fn control_step(&mut self) -> Result<()> {
         let io = self.blkobs_maps().io_counters()?;
-        let waits = self.read_node_waits()?;
+        let waits = node_waits(&self.read_node_sched()?);
         let Some(control) = self.control.as_mut() else {
             return Ok(());
         };
@@ -291,6 +304,7 @@ impl<'a> Scheduler<'a> {
             .filter(|(_, &has)| has)
             .map(|(node, _)| stats::NodeGauge {
                 node: node as u32,
+                cpus: self.plan.node_cpus[node],
                 placed: placed[node],
                 threshold: self.thresholds[node],
             })
@@ -301,7 +315,9 @@ impl<'a> Scheduler<'a> {
     fn cumulative(&self, aged_out: u64) -> Result<stats::Cumulative> {
         Ok(stats::Cumulative {
             counters: self.read_counters()?,
-            waits: self.read_node_waits()?,
+            sched: self.read_node_sched()?,
+            cpu: cpustat::read(&self.plan.cpu_node, self.plan.nr_nodes as usize),
+            watchdog_timeout_ms: self.watchdog_timeout_ms,
             io: self.io_snapshot(aged_out)?,
             nodes: self.gauges(),
             decisions: self
@@ -409,9 +425,9 @@ fn blkobs_maps_of<'s>(skel: &'s BpfSkel<'_>, io_half_life_ns: u64) -> BlkObsMaps
     }
 }
 
-/// Cumulative runnable-to-running waits, indexed by node.
-fn read_node_waits(skel: &BpfSkel<'_>, nr_nodes: u32) -> Result<Vec<NodeWaits>> {
-    let mut out = vec![NodeWaits::default(); nr_nodes as usize];
+/// Cumulative per-node scheduling records, indexed by node.
+fn read_node_sched(skel: &BpfSkel<'_>, nr_nodes: u32) -> Result<Vec<NodeSched>> {
+    let mut out = vec![NodeSched::default(); nr_nodes as usize];
     for (node, sum) in out.iter_mut().enumerate() {
         let per_cpu = skel
             .maps
@@ -420,14 +436,15 @@ fn read_node_waits(skel: &BpfSkel<'_>, nr_nodes: u32) -> Result<Vec<NodeWaits>> 
             .context("reading the node_sched map")?
             .unwrap_or_default();
         for value in &per_cpu {
-            let v: bpf_intf::esn_node_sched = blkobs::read_pod(value)?;
-            sum.io_waits += v.io_waits;
-            sum.io_wait_ns += v.io_wait_ns;
-            sum.fair_waits += v.fair_waits;
-            sum.fair_wait_ns += v.fair_wait_ns;
+            sum.add(&blkobs::read_pod::<bpf_intf::esn_node_sched>(value)?);
         }
     }
     Ok(out)
+}
+
+/// The waits alone, what the controller weighs.
+fn node_waits(sched: &[NodeSched]) -> Vec<NodeWaits> {
+    sched.iter().map(|s| s.waits).collect()
 }
 
 /// SIGINT/SIGTERM set the flag; the loop notices within 100 ms.

@@ -24,21 +24,26 @@ use anyhow::{Context, Result};
 use crossbeam::channel::{Receiver, Sender};
 use esn_controller::Decision;
 use esn_stats::devt::DeviceTable;
-use esn_stats::report::{build_report, render_text, Report, ReportKind, ReportOptions};
+use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
 use log::warn;
 use scx_stats::prelude::{StatsOps, StatsServer, StatsServerData};
-use serde::{Deserialize, Serialize};
 
 use crate::control;
-use crate::counters::{self, Counters, NodeLoad, NodeWaits};
+use crate::counters::{self, Counters, NodeLoad, NodeSched};
+use crate::cpustat::NodeTicks;
+use esn_stats::live::Health;
+use esn_stats::LatHist;
 
 /// Everything the scheduler has counted since it started, at one moment.
 #[derive(Clone, Debug, Default)]
 pub struct Cumulative {
     pub counters: Counters,
-    /// Runnable-to-running waits, indexed by node.
-    pub waits: Vec<NodeWaits>,
+    /// Waits, spills and steals, indexed by node.
+    pub sched: Vec<NodeSched>,
+    /// CPU ticks since boot, indexed by node.
+    pub cpu: Vec<NodeTicks>,
+    pub watchdog_timeout_ms: u64,
     pub io: RawSnapshot,
     /// Gauges at that moment, one per node with CPUs.
     pub nodes: Vec<NodeGauge>,
@@ -49,6 +54,7 @@ pub struct Cumulative {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeGauge {
     pub node: u32,
+    pub cpus: u32,
     pub placed: u32,
     pub threshold: u32,
 }
@@ -61,41 +67,62 @@ pub struct Reading {
     pub now: Cumulative,
 }
 
-/// One interval: the `--stats --json` and `--monitor --json` object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IntervalStats {
-    /// Events during the interval, by counter name (see counters.rs).
-    pub counters: BTreeMap<String, u64>,
-    /// Per node with CPUs: placed I/O tasks and threshold now, waits during
-    /// the interval.
-    pub nodes: Vec<NodeLoad>,
-    /// Per node under the controller: its last decision.
-    pub control: Vec<Decision>,
-    /// The block I/O report, as `scx_esn observe` prints it.
-    pub io: Report,
-}
+pub use esn_stats::live::IntervalStats;
 
 /// What happened between two readings.
 pub fn interval(before: &Cumulative, now: &Cumulative, devices: &DeviceTable) -> IntervalStats {
     let deltas = counters::delta(&now.counters, &before.counters);
+    let empty = NodeSched::default();
+    let mut all_waits = LatHist::default();
     let nodes = now
         .nodes
         .iter()
         .map(|g| {
             let idx = g.node as usize;
-            let waits = match (now.waits.get(idx), before.waits.get(idx)) {
-                (Some(n), Some(b)) => n.delta(b),
-                (Some(n), None) => *n,
-                _ => NodeWaits::default(),
-            };
+            let n = now.sched.get(idx).unwrap_or(&empty);
+            let b = before.sched.get(idx).unwrap_or(&empty);
+            let waits = n.wait_hist.delta(&b.wait_hist);
+            for (sum, w) in all_waits.slots.iter_mut().zip(waits.slots) {
+                *sum += w;
+            }
             NodeLoad {
                 node: g.node,
                 placed: g.placed,
                 threshold: g.threshold,
-                waits,
+                waits: n.waits.delta(&b.waits),
+                cpus: g.cpus,
+                busy_pct: match (now.cpu.get(idx), before.cpu.get(idx)) {
+                    (Some(n), Some(b)) => n.busy_pct_since(b),
+                    _ => None,
+                },
+                spill_in: n.spill_in.saturating_sub(b.spill_in),
+                spill_out: n.spill_out.saturating_sub(b.spill_out),
+                stolen_from: n.stolen_from.saturating_sub(b.stolen_from),
             }
         })
         .collect();
+    let counter = |name: &str| {
+        counters::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map_or(0, |i| deltas[i])
+    };
+    let health = Health {
+        dispatched: [
+            "io_direct",
+            "io_queued",
+            "io_stolen",
+            "fair_direct",
+            "fair_queued",
+            "fair_stolen",
+        ]
+        .iter()
+        .map(|n| counter(n))
+        .sum(),
+        fallbacks: counter("place_none"),
+        max_wait_ns: counters::longest_wait_ns(&all_waits),
+        watchdog_timeout_ms: now.watchdog_timeout_ms,
+    };
     IntervalStats {
         counters: counters::NAMES
             .iter()
@@ -104,6 +131,7 @@ pub fn interval(before: &Cumulative, now: &Cumulative, devices: &DeviceTable) ->
             .collect(),
         nodes,
         control: now.decisions.clone(),
+        health,
         io: build_report(
             &before.io,
             &now.io,
@@ -243,29 +271,46 @@ pub fn try_launch(devices: DeviceTable) -> Option<Server> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::NodeWaits;
     use esn_stats::devt::{DevT, DeviceInfo};
-    use esn_stats::hist::LatHist;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
 
     fn reading(placed: u32, reqs: u64, at_ns: u64) -> Cumulative {
         let mut c = Cumulative::default();
         c.counters[0] = reqs;
-        c.waits = vec![
-            NodeWaits::default(),
-            NodeWaits {
-                io_waits: reqs,
-                io_wait_ns: reqs * 1000,
+        let mut waits = LatHist::default();
+        waits.slots[12] = reqs;
+        c.sched = vec![
+            NodeSched::default(),
+            NodeSched {
+                waits: NodeWaits {
+                    io_waits: reqs,
+                    io_wait_ns: reqs * 1000,
+                    ..Default::default()
+                },
+                wait_hist: waits,
+                spill_in: reqs / 10,
                 ..Default::default()
             },
         ];
+        c.cpu = vec![
+            NodeTicks::default(),
+            NodeTicks {
+                busy: reqs,
+                total: 4 * reqs,
+            },
+        ];
+        c.watchdog_timeout_ms = 30_000;
         c.nodes = vec![
             NodeGauge {
                 node: 0,
+                cpus: 2,
                 placed: 0,
                 threshold: 2,
             },
             NodeGauge {
                 node: 1,
+                cpus: 2,
                 placed,
                 threshold: 1,
             },
@@ -307,6 +352,12 @@ mod tests {
         let s = interval(&a, &b, &devices());
         assert_eq!(s.counters[counters::NAMES[0]], 1000);
         assert_eq!(s.nodes[1].waits.io_waits, 1000);
+        assert_eq!(s.nodes[1].spill_in, 100);
+        assert_eq!(s.nodes[1].busy_pct, Some(25.0));
+        assert_eq!(s.nodes[0].busy_pct, None);
+        assert_eq!(s.health.max_wait_ns, Some(8192));
+        assert_eq!(s.health.watchdog_timeout_ms, 30_000);
+        assert!(s.health.watchdog_margin_pct().unwrap() > 99.9);
         assert_eq!(s.nodes[1].threshold, 1);
         let text = render(&s);
         assert!(text.contains("n1=1/1 wait io=1us"), "{text}");

@@ -1,4 +1,4 @@
-//! Interval reports for `scx_esn observe`, computed from the cumulative counters the
+//! Interval reports for `scx_esn observe` (and the scheduler's intervals, [`live`]), computed from the cumulative counters the
 //! BPF side keeps about blk-mq requests.
 //!
 //! This crate is pure logic: it never touches BPF maps, sysfs or clocks. The binary
@@ -50,11 +50,13 @@
 
 pub mod devt;
 pub mod hist;
+pub mod live;
 pub mod report;
 pub mod snapshot;
 
 pub use devt::{DevT, DeviceInfo, DeviceTable, ParseDevTError};
 pub use hist::{slot_of, LatHist, LAT_SLOTS};
+pub use live::{Health, IntervalStats, NodeLoad, NodeWaits};
 pub use report::{
     build_report, render_text, CostReport, DeviceReport, LatKind, LatencyReport, NodeReport,
     Report, ReportKind, ReportOptions, TaskReport, TrackingReport,
