@@ -487,6 +487,19 @@ impl BlkObsMaps<'_> {
     }
 }
 
+/// Each disk's io_ticks (ms busy since boot) from /sys/block/NAME/stat; a
+/// disk whose file cannot be read is left out (its utilisation shows "-").
+pub fn read_io_ticks(devices: &DeviceTable) -> BTreeMap<DevT, u64> {
+    devices
+        .devices()
+        .iter()
+        .filter_map(|d| {
+            let text = std::fs::read_to_string(format!("/sys/block/{}/stat", d.name)).ok()?;
+            Some((d.dev, esn_stats::snapshot::io_ticks_from_stat(&text)?))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

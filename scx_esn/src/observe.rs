@@ -51,34 +51,31 @@ pub fn device_filter(devices: &DeviceTable, names: &[String]) -> Result<Vec<DevT
         .collect()
 }
 
-pub fn run(
+/// How the observer is loaded: the parts of the options that are not about
+/// printing.
+pub struct ObserverSetup {
+    pub io_half_life_ms: u64,
+    pub verbose: u8,
+    pub hooks: HookPrefs,
+}
+
+/// Loads and attaches the observer, then hands `body` a function that reads
+/// a snapshot (in-flight requests too old to still run are aged out at
+/// each read). Everything is detached when `body` returns.
+pub fn with_observer<T>(
     topo: &Topology,
-    opts: &ObserveOpts,
-    io_half_life_ms: u64,
-    verbose: u8,
-    shutdown: &AtomicBool,
-) -> Result<()> {
-    let interval = positive_secs("--interval", opts.interval)?;
-    let duration = opts
-        .duration
-        .map(|d| positive_secs("--duration", d))
-        .transpose()?;
-    let devices = blkobs::device_table(topo);
-    let filter = device_filter(&devices, &opts.device)?;
+    devices: &DeviceTable,
+    setup: &ObserverSetup,
+    body: impl FnOnce(&mut dyn FnMut() -> Result<RawSnapshot>) -> Result<T>,
+) -> Result<T> {
     // The same CPU -> node map the scheduler uses; thresholds do not matter.
     let plan = Plan::new(topo, None)?;
 
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     blkobs::check_kernel_release(release.trim())?;
-    crate::sched::route_libbpf_log(verbose);
+    crate::sched::route_libbpf_log(setup.verbose);
     scx_utils::try_set_rlimit_infinity();
-    let hooks = blkobs::choose_hooks(
-        &blkobs::probe_kernel(),
-        HookPrefs {
-            force_raw_tp: opts.raw_tp,
-            no_io_start: opts.no_io_start,
-        },
-    )?;
+    let hooks = blkobs::choose_hooks(&blkobs::probe_kernel(), setup.hooks)?;
     info!(
         "tracking requests from {} ({} raw tracepoint(s))",
         hooks.start_point,
@@ -96,7 +93,7 @@ pub fn run(
             .as_mut()
             .context("BPF object has no rodata")?;
         rodata.nr_nodes = plan.nr_nodes;
-        rodata.io_half_life_ns = io_half_life_ms * 1_000_000;
+        rodata.io_half_life_ns = setup.io_half_life_ms * 1_000_000;
         for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
             *slot = node;
         }
@@ -106,7 +103,7 @@ pub fn run(
         "loading the BPF observer failed (run as root on a kernel with BTF, 5.11 or later; \
          -v shows libbpf's verifier log)",
     )?;
-    let registered = blkobs::register_devices(&skel.maps.dev_home_node, &devices)?;
+    let registered = blkobs::register_devices(&skel.maps.dev_home_node, devices)?;
     if registered == 0 {
         warn!("no block device with a known NUMA node: every request counts as locality unknown");
     }
@@ -114,57 +111,89 @@ pub fn run(
     info!("observing block I/O; {registered} device(s) with a home node");
 
     let maps = BlkObsMaps {
-        io_half_life_ns: io_half_life_ms * 1_000_000,
+        io_half_life_ns: setup.io_half_life_ms * 1_000_000,
         inflight: &skel.maps.inflight,
         io_hists: &skel.maps.io_hists,
         node_io: &skel.maps.node_io,
         task_io: &skel.maps.task_io,
         stats: &skel.maps.stats,
     };
-    let cost = || blkobs::object_cost(skel.object());
-    let started = Instant::now();
     let mut aged_out = 0u64;
-    let first = maps.snapshot(plan.nr_nodes, cost(), aged_out)?;
-    let mut prev = first.clone();
-    let mut next = started + interval;
-    let report_opts = |kind| ReportOptions {
-        device_filter: filter.clone(),
-        top_tasks: opts.top,
-        kind,
-    };
-
-    loop {
-        let deadline = duration.map(|d| started + d);
-        let wake = deadline.map_or(next, |d| d.min(next));
-        while Instant::now() < wake && !shutdown.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(50).min(wake - Instant::now().min(wake)));
-        }
-        let finished =
-            shutdown.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
+    let mut read = || -> Result<RawSnapshot> {
         aged_out += maps.age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
-        let cur = maps.snapshot(plan.nr_nodes, cost(), aged_out)?;
-        if Instant::now() >= next {
-            emit(
-                &prev,
-                &cur,
-                &devices,
-                &report_opts(ReportKind::Interval),
-                opts.json,
-            );
-            prev = cur.clone();
-            next += interval;
+        let mut snap =
+            maps.snapshot(plan.nr_nodes, blkobs::object_cost(skel.object()), aged_out)?;
+        snap.io_ticks_ms = blkobs::read_io_ticks(devices);
+        Ok(snap)
+    };
+    body(&mut read)
+}
+
+pub fn run(
+    topo: &Topology,
+    opts: &ObserveOpts,
+    io_half_life_ms: u64,
+    verbose: u8,
+    shutdown: &AtomicBool,
+) -> Result<()> {
+    let interval = positive_secs("--interval", opts.interval)?;
+    let duration = opts
+        .duration
+        .map(|d| positive_secs("--duration", d))
+        .transpose()?;
+    let devices = blkobs::device_table(topo);
+    let filter = device_filter(&devices, &opts.device)?;
+    let setup = ObserverSetup {
+        io_half_life_ms,
+        verbose,
+        hooks: HookPrefs {
+            force_raw_tp: opts.raw_tp,
+            no_io_start: opts.no_io_start,
+        },
+    };
+    with_observer(topo, &devices, &setup, |read| {
+        let started = Instant::now();
+        let first = read()?;
+        let mut prev = first.clone();
+        let mut next = started + interval;
+        let report_opts = |kind| ReportOptions {
+            device_filter: filter.clone(),
+            top_tasks: opts.top,
+            kind,
+        };
+
+        loop {
+            let deadline = duration.map(|d| started + d);
+            let wake = deadline.map_or(next, |d| d.min(next));
+            while Instant::now() < wake && !shutdown.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50).min(wake - Instant::now().min(wake)));
+            }
+            let finished =
+                shutdown.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
+            let cur = read()?;
+            if Instant::now() >= next {
+                emit(
+                    &prev,
+                    &cur,
+                    &devices,
+                    &report_opts(ReportKind::Interval),
+                    opts.json,
+                );
+                prev = cur.clone();
+                next += interval;
+            }
+            if finished {
+                emit(
+                    &first,
+                    &cur,
+                    &devices,
+                    &report_opts(ReportKind::Total),
+                    opts.json,
+                );
+                return Ok(());
+            }
         }
-        if finished {
-            emit(
-                &first,
-                &cur,
-                &devices,
-                &report_opts(ReportKind::Total),
-                opts.json,
-            );
-            return Ok(());
-        }
-    }
+    })
 }
 
 fn emit(

@@ -335,11 +335,13 @@ impl<'a> Scheduler<'a> {
     /// The block I/O report `scx_esn observe` prints, from the scheduler's
     /// own copy of the same BPF tables.
     fn io_snapshot(&self, aged_out: u64) -> Result<RawSnapshot> {
-        self.blkobs_maps().snapshot(
+        let mut snap = self.blkobs_maps().snapshot(
             self.plan.nr_nodes,
             blkobs::object_cost(self.skel.object()),
             aged_out,
-        )
+        )?;
+        snap.io_ticks_ms = blkobs::read_io_ticks(&self.devices);
+        Ok(snap)
     }
 
     /// Run until `shutdown` is set or the kernel unloads the scheduler.

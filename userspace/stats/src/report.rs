@@ -108,6 +108,10 @@ pub struct DeviceReport {
     pub cross_completions: u64,
     /// One entry per (locality, op, kind) with samples, in that order.
     pub latency: Vec<LatencyReport>,
+    /// Share of the interval the disk had requests in flight (its io_ticks),
+    /// 0-100; `None` when the kernel's counters were not read.
+    #[serde(default)]
+    pub util_pct: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -157,6 +161,9 @@ pub struct TaskReport {
     pub dominant_dev: Option<String>,
     /// Node it last submitted from.
     pub last_node: Option<u32>,
+    /// Node of `dominant_dev`: where the scheduler wants the task.
+    #[serde(default)]
+    pub home_node: Option<u32>,
     /// The scheduler's decayed I/O score at its last request.
     pub io_score: u64,
 }
@@ -347,11 +354,22 @@ fn device_rows(
                         p99_us: h.percentile_ns(0.99).map(|ns| ns / 1e3),
                     })
                     .collect(),
+                util_pct: utilisation(prev, cur, dev, rates),
             }
         })
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name).then(a.dev.cmp(&b.dev)));
     rows
+}
+
+/// Busy share of the interval from the disk's io_ticks (ms with at least one
+/// request in flight). Like iostat's %util it says how often the disk was
+/// busy, not how close an NVMe with deep queues is to its limit.
+fn utilisation(prev: &RawSnapshot, cur: &RawSnapshot, disk: DevT, rates: Rates) -> Option<f64> {
+    let now = *cur.io_ticks_ms.get(&disk)?;
+    let busy_ms = counter_delta(now, prev.io_ticks_ms.get(&disk).copied().unwrap_or(0));
+    let elapsed_ms = rates.elapsed_ns as f64 / 1e6;
+    (elapsed_ms > 0.0).then(|| (100.0 * busy_ms as f64 / elapsed_ms).min(100.0))
 }
 
 fn node_rows(prev: &RawSnapshot, cur: &RawSnapshot) -> Vec<NodeReport> {
@@ -404,6 +422,10 @@ fn task_rows(
                 remote_reqs,
                 dominant_dev: t.dominant_dev.map(|d| devices.name_of(d)),
                 last_node: t.last_node,
+                home_node: t
+                    .dominant_dev
+                    .and_then(|d| devices.lookup(devices.disk_of(d)))
+                    .and_then(|i| i.node),
                 io_score: t.io_score,
             })
         })
@@ -495,6 +517,7 @@ fn device_table(devices: &[DeviceReport]) -> String {
         ("IOPS", Align::Right),
         ("MB/s", Align::Right),
         ("REMOTE%", Align::Right),
+        ("UTIL%", Align::Right),
         ("OP", Align::Left),
         ("LOCAL", Align::Right),
         ("REMOTE", Align::Right),
@@ -513,6 +536,7 @@ fn device_table(devices: &[DeviceReport]) -> String {
             fmt_opt(d.iops, fmt_rate),
             fmt_opt(d.mb_s, fmt_num),
             fmt_opt(d.remote_share.map(|s| s * 100.0), fmt_pct),
+            fmt_opt(d.util_pct, fmt_pct),
         ];
         let ops: BTreeSet<Op> = d
             .latency
@@ -530,7 +554,7 @@ fn device_table(devices: &[DeviceReport]) -> String {
             let mut row = if i == 0 {
                 std::mem::take(&mut first)
             } else {
-                vec![String::new(); 6]
+                vec![String::new(); 7]
             };
             row.push(op.as_str().to_string());
             for &loc in &localities {

@@ -269,6 +269,14 @@ pub struct RawSnapshot {
     pub inflight_full: u64,
     /// ... and dropped from the in-flight table as too old to still be running.
     pub aged_out: u64,
+    /// Per whole disk: ms with requests in flight since boot
+    /// (/sys/block/NAME/stat's io_ticks), read next to the maps.
+    pub io_ticks_ms: BTreeMap<DevT, u64>,
+}
+
+/// io_ticks (ms) from the text of /sys/block/NAME/stat: its tenth field.
+pub fn io_ticks_from_stat(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(9)?.parse().ok()
 }
 
 /// A task's `comm` from the fixed-size buffer BPF copies it into: up to the first

@@ -204,6 +204,7 @@ fn huge_and_odd_numbers_do_not_panic() {
             remote_share: Some(f64::NAN),
             cross_completions: u64::MAX,
             latency: vec![lat(Some(1e300)), lat(None), lat(Some(-5.0))],
+            util_pct: Some(f64::NAN),
         }],
         nodes: vec![NodeReport {
             node: u32::MAX,
@@ -225,6 +226,7 @@ fn huge_and_odd_numbers_do_not_panic() {
             remote_reqs: u64::MAX,
             dominant_dev: Some("z".repeat(200)),
             last_node: None,
+            home_node: Some(u32::MAX),
             io_score: u64::MAX,
         }],
         bpf: CostReport {

@@ -543,6 +543,7 @@ fn json_schema_field_names() {
             "remote_share",
             "cross_completions",
             "latency",
+            "util_pct",
         ])
     );
     assert_eq!(d["name"], "nvme0n1");
@@ -592,6 +593,7 @@ fn json_schema_field_names() {
             "remote_reqs",
             "dominant_dev",
             "last_node",
+            "home_node",
             "io_score",
         ])
     );
@@ -655,4 +657,40 @@ fn enums_serialize_lowercase() {
 #[test]
 fn default_lat_hist_is_empty() {
     assert_eq!(LatHist::default().total(), 0);
+}
+
+#[test]
+fn utilisation_from_io_ticks_and_the_tasks_home_node() {
+    let mut prev = RawSnapshot {
+        at_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    prev.io
+        .insert(key(NVME0, Locality::Local, Op::Read), io(1, 4096, 1000));
+    prev.io_ticks_ms.insert(NVME0, 5_000);
+    let mut cur = prev.clone();
+    cur.at_ns = 3_000_000_000;
+    cur.io
+        .insert(key(NVME0, Locality::Local, Op::Read), io(9, 4096, 1000));
+    cur.io
+        .insert(key(NVME1, Locality::Remote, Op::Read), io(2, 4096, 1000));
+    cur.io_ticks_ms.insert(NVME0, 6_500);
+    cur.tasks.insert(7, task(7, "fio", 8, Some(NVME0P1)));
+    let r = build_report(&prev, &cur, &devices(), &opts());
+    let by_name = |n: &str| r.devices.iter().find(|d| d.name == n).unwrap();
+    // 1.5 s busy of 2 s.
+    assert_eq!(by_name("nvme0n1").util_pct, Some(75.0));
+    // No io_ticks read for that disk: unknown, not 0 %.
+    assert_eq!(by_name("nvme1n1").util_pct, None);
+    // A partition's task is homed on its disk's node.
+    assert_eq!(r.tasks[0].home_node, Some(0));
+    let text = esn_stats::render_text(&r);
+    assert!(text.contains("UTIL%"), "{text}");
+}
+
+#[test]
+fn io_ticks_is_the_tenth_field_of_sysfs_stat() {
+    let stat = "  1234  0  98304  500  10  0  80  5  0  4321  505  0 0 0 0 0 0\n";
+    assert_eq!(esn_stats::snapshot::io_ticks_from_stat(stat), Some(4321));
+    assert_eq!(esn_stats::snapshot::io_ticks_from_stat("1 2 3"), None);
 }
