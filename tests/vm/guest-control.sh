@@ -16,7 +16,11 @@
 #      points above L's (expected about 67 % vs 33 %).
 #   M. during P, `scx_esn --monitor 1 --json` reads the running scheduler's
 #      stats socket: exit 0 on SIGINT, node 1's control state (override 3.0),
-#      and the NVMe requests it reports within 5 % of bpftrace's bio count.
+#      and the NVMe requests it reports within 5 % of bpftrace's bio count;
+#      the per-node content: node 1's 2 CPUs, busy % (> 50 at some point),
+#      spills out of node 1 and into node 0 (the third job), the NVMe's
+#      utilisation (> 10 %), the health block (30 s watchdog, dispatches,
+#      the longest wait).
 #   R. during P, --prometheus serves /metrics: one scrape after fio, in the
 #      OpenMetrics text format; the NVMe's requests_total (cumulative since
 #      the scheduler started, just before fio) within 95-110 % of bpftrace's
@@ -194,11 +198,30 @@ lines = [json.loads(l) for l in open(path) if l.strip()]
 reqs = sum(d["reqs"] for l in lines for d in l["io"]["devices"] if d["name"] == disk)
 ctl = [c for l in lines for c in l["control"] if c["node"] == 1]
 last = ctl[-1] if ctl else {}
+node = lambda l, n: next((x for x in l["nodes"] if x["node"] == n), {})
+# 3 jobs, node 1 keeps 2 at most: the third is homed on node 1 and spills to 0.
+spill_out1 = sum(node(l, 1).get("spill_out", 0) for l in lines)
+spill_in0 = sum(node(l, 0).get("spill_in", 0) for l in lines)
+busy1 = [node(l, 1).get("busy_pct") for l in lines[2:]]
+busy1 = [b for b in busy1 if b is not None]
+util = [d.get("util_pct") for l in lines[2:] for d in l["io"]["devices"] if d["name"] == disk]
+util = [u for u in util if u is not None]
+health = lines[-1].get("health", {})
+margins = [l.get("health", {}).get("max_wait_ns") for l in lines]
 ok = (rc == "0" and len(lines) >= 5 and bios > 0 and abs(reqs - bios) <= 0.05 * bios
       and last.get("p_numa_source") == "override" and last.get("p_numa") == 3.0
-      and any(n["node"] == 1 for n in lines[-1]["nodes"]))
+      and any(n["node"] == 1 for n in lines[-1]["nodes"])
+      and node(lines[-1], 1).get("cpus") == 2
+      and spill_out1 >= 1 and spill_in0 >= 1
+      and busy1 and max(busy1) > 50 and util and max(util) > 10
+      and health.get("watchdog_timeout_ms") == 30000 and health.get("dispatched", 0) > 0
+      and any(m for m in margins))
+mx = max((m or 0) for m in margins)
 print(int(ok), f"exit {rc}; {len(lines)} intervals; {disk} requests {reqs} vs bpftrace bios {bios}; "
-      f"last control n1: threshold {last.get('threshold')} p_numa {last.get('p_numa')} {last.get('p_numa_source')}")
+      f"last control n1: threshold {last.get('threshold')} p_numa {last.get('p_numa')} {last.get('p_numa_source')}; "
+      f"spills n1 out {spill_out1}, n0 in {spill_in0}; n1 busy max {max(busy1 or [0]):.0f} %; "
+      f"{disk} util max {max(util or [0]):.0f} %; longest wait <= {mx / 1e6:.1f} ms of "
+      f"watchdog {health.get('watchdog_timeout_ms')} ms; dispatched {health.get('dispatched')} in the last interval")
 PY
 )
 check "M --monitor 1 --json reads the running scheduler" "${verdict%% *}" "${verdict#* }"
