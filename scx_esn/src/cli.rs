@@ -61,6 +61,29 @@ pub enum Command {
     /// Root, fio installed, the device otherwise idle; reads only (unless
     /// --file). Best run without scx_esn loaded.
     Profile(ProfileOpts),
+    /// Live terminal view of a running scx_esn (its stats socket): per node
+    /// CPU busy, I/O tasks placed vs threshold, spills and penalties; per
+    /// device IOPS, latency local vs remote and remote share; the top I/O
+    /// tasks; sparklines of thresholds and IOPS. With no scheduler running,
+    /// root observes block I/O itself (observe mode, blk-mq only) and says
+    /// so. Keys: q quit, ? help, tab view, s sort, p pause, +/- refresh.
+    Top(TopOpts),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct TopOpts {
+    /// Seconds between refreshes (0.25-10; + and - change it live).
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    pub interval: f64,
+
+    /// Observe block I/O with our own BPF (root, no scheduler needed) even
+    /// if a scheduler serves stats.
+    #[arg(long)]
+    pub observe: bool,
+
+    /// The stats socket to read (default /var/run/scx/root/stats).
+    #[arg(long, value_name = "PATH", conflicts_with = "observe")]
+    pub socket: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -344,6 +367,17 @@ mod tests {
         );
         let err = Opts::try_parse_from(["scx_esn", "--prometheus", "host"]).unwrap_err();
         assert!(err.to_string().contains("ADDR:PORT"), "{err}");
+    }
+
+    #[test]
+    fn top_options() {
+        let opts = Opts::try_parse_from(["scx_esn", "top", "--interval", "0.5"]).unwrap();
+        let Some(Command::Top(t)) = opts.command else {
+            panic!("not top");
+        };
+        assert_eq!(t.interval, 0.5);
+        assert!(!t.observe && t.socket.is_none());
+        assert!(Opts::try_parse_from(["scx_esn", "top", "--observe", "--socket", "/x"]).is_err());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod profile;
 mod prom;
 mod sched;
 mod stats;
+mod top;
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -158,6 +159,18 @@ fn run_profile(opts: &SchedOpts, profile_opts: &cli::ProfileOpts) -> Result<()> 
     profile::run(&topo, profile_opts, &shutdown)
 }
 
+fn run_top(opts: &SchedOpts, top_opts: &cli::TopOpts) -> Result<()> {
+    let topo = discover(opts)?;
+    let shutdown = sched::shutdown_flag()?;
+    top::run(
+        &topo,
+        top_opts,
+        opts.io_half_life_ms,
+        opts.verbose,
+        &shutdown,
+    )
+}
+
 fn main() -> ExitCode {
     let opts = Opts::parse();
     if let Err(err) = init_logging(opts.sched.verbose) {
@@ -167,6 +180,7 @@ fn main() -> ExitCode {
         Some(Command::Topology { json }) => print_topology(&opts.sched, json),
         Some(Command::Observe(ref observe_opts)) => run_observer(&opts.sched, observe_opts),
         Some(Command::Profile(ref profile_opts)) => run_profile(&opts.sched, profile_opts),
+        Some(Command::Top(ref top_opts)) => run_top(&opts.sched, top_opts),
         None => run_scheduler(&opts.sched),
     };
     match result {
