@@ -37,6 +37,7 @@ host-test: build
 	tests/host/observe.sh
 	tests/host/profile.sh
 	tests/host/scripts.sh
+	tests/host/top.sh
 
 # The current sched_ext kernel of Debian trixie-backports (and on it the
 # bpftrace scripts, with a current bpftrace unpacked from Debian and with

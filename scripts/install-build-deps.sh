@@ -4,11 +4,12 @@
 # Install what building scx_esn needs on Debian 12/13: clang >= 16 for the BPF
 # side (Debian 12 ships clang-19), libelf/zlib/zstd for libbpf, the Rust
 # lint components, and what the host tests and benchmarks run (fio, bpftrace,
-# python3, util-linux's findmnt/lsblk, procps' pgrep). Idempotent: a machine that has everything only gets checked.
+# python3, util-linux's findmnt/lsblk, procps' pgrep, tmux for
+# driving `scx_esn top`). Idempotent: a machine that has everything only gets checked.
 set -euo pipefail
 
 packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config make
-	fio bpftrace python3 util-linux procps)
+	fio bpftrace python3 util-linux procps tmux)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -29,6 +29,10 @@
 #      within 0.1 % of it (BPF counts the two apart; a scrape during I/O may
 #      fall between them),
 #      node 1's threshold gauge as the stats say, numa_penalty 3.0 override.
+#   T. `scx_esn top` in tmux from the start of P: node 1's row shows 2/2
+#      placed/threshold, Tab shows the NVMe with its IOPS; when P's scheduler
+#      stops it shows "disconnected", once C's starts it has reconnected by
+#      itself; q exits 0.
 #   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
 #      file is replaced by a valid one.
 #   F. scx_esn profile --device NVME --max-jobs 2 --save (no scheduler): local
@@ -113,6 +117,7 @@ phase() {
 	if [[ ${WITH_MONITOR:-0} == 1 ]]; then
 		"$bin" --monitor 1 --json >"$ESN_WORK/monitor.jsonl" 2>"$ESN_WORK/monitor.err" &
 		MON_PID=$!
+		top_start
 		sleep 2
 	fi
 	[[ -n $MON_PID ]] && cp /proc/stat "$ESN_WORK/proc-stat.before"
@@ -120,6 +125,10 @@ phase() {
 	[[ -n $MON_PID ]] && cp /proc/stat "$ESN_WORK/proc-stat.after"
 	MON_RC=-1
 	if [[ -n $MON_PID ]]; then
+		top_screen nodes
+		tmux_ send-keys -t esn-top Tab
+		sleep 3
+		top_screen devices
 		# While it still runs: one scrape of --prometheus (check R).
 		python3 -c 'import sys, urllib.request
 r = urllib.request.urlopen(sys.argv[1], timeout=10)
@@ -136,6 +145,15 @@ sys.stdout.write(r.headers.get("Content-Type") + "\n" + r.read().decode())' \
 	# Placements dropped because the threshold fell under them, per second.
 	P_SHED=$(grep -o ' shed=[0-9]*' "$P_OUT" | awk -F= '{ s += $2 } END { print s + 0 }')
 }
+
+# `scx_esn top` in a tmux pane (check T), read back with capture-pane.
+tmux_() { tmux -S "$ESN_WORK/tmux.sock" "$@"; }
+top_start() {
+	tmux_ -f /dev/null new-session -d -s esn-top -x 120 -y 40 \
+		"$bin top --interval 1 2>$ESN_WORK/top.err; echo TOP-EXIT=\$?; sleep 60"
+}
+# top_screen NAME: the pane now, into $ESN_WORK/top-NAME.txt.
+top_screen() { tmux_ capture-pane -p -t esn-top >"$ESN_WORK/top-$1.txt" 2>&1 || true; }
 
 # stop_sched NAME: SIGINT, must exit 0 within 15 s.
 stop_sched() {
@@ -278,6 +296,8 @@ print(int(ok), f"{ctype.split(';')[0]}; {len(samples)} samples; {disk} requests_
 PY
 )
 check "R --prometheus: /metrics agrees with bpftrace and the controller" "${verdict%% *}" "${verdict#* }"
+sleep 3
+top_screen gone
 
 # ---- C. a corrupt state file is ignored with a warning, then replaced -------------------
 printf '{"version": 1, "topology": tru' >"$state"
@@ -286,6 +306,30 @@ if ! sched_start "$ESN_WORK/sched-C.stdout" "$ESN_WORK/sched-C.stderr" 60 "$bin"
 	finish_all
 fi
 sleep 3
+# top reconnects to the new scheduler by itself.
+sleep 3
+top_screen back
+tmux_ send-keys -t esn-top q
+sleep 3
+top_screen quit
+tmux_ kill-server 2>/dev/null
+verdict=$(python3 - "$ESN_WORK" "$(basename "$dev")" <<'PY'
+import re, sys
+work, disk = sys.argv[1], sys.argv[2]
+scr = {n: open(f"{work}/top-{n}.txt").read() for n in ("nodes", "devices", "gone", "back", "quit")}
+def row(text, first):  # the table row that starts with FIRST
+    return next((l for l in text.splitlines() if re.match(rf"\W*{first}\s", l)), "")
+n1, dev = row(scr["nodes"], "1"), row(scr["devices"], disk)
+iops = re.match(rf"\W*{disk}\s+1\s+([0-9.]+k?)", dev)
+ok = ("Nodes" in scr["nodes"] and n1 and "2/2" in n1 and iops and iops.group(1) not in ("0", "-")
+      and "disconnected" in scr["gone"] and "disconnected" not in scr["back"]
+      and "scx_esn top" in scr["back"] and "TOP-EXIT=0" in scr["quit"])
+print(int(ok), f"node 1 row: {' '.join(n1.split())[:70]!r}; {disk} row: {' '.join(dev.split())[:60]!r}; "
+      f"after the scheduler stopped: {'disconnected' in scr['gone']}; reconnected to the next one: "
+      f"{'disconnected' not in scr['back']}; q: {'TOP-EXIT=0' in scr['quit']}")
+PY
+)
+check "T scx_esn top in tmux: live nodes and devices, survives a restart, q exits 0" "${verdict%% *}" "${verdict#* }"
 stop_sched C
 warned=$(grep -m1 'ignoring the learned state' "$ESN_WORK/sched-C.stderr" || true)
 saved=$(saved_threshold)
