@@ -100,9 +100,9 @@ tmux_ send-keys -t "$session" p '?'
 wait_screen 10 '[Hh]elp' || ok=0
 tmux_ send-keys -t "$session" '?' + +
 wait_screen 10 '0\.25 ?s' || ok=0
-tmux_ send-keys -t "$session" - - - -
+tmux_ send-keys -t "$session" - - -
 wait_screen 10 '2(\.0+)? ?s' || ok=0
-check "4 pause, help, refresh keys" "$ok" "PAUSED, help, 0.25 s after ++, 2 s after ----"
+check "4 pause, help, refresh keys" "$ok" "PAUSED, help, 0.25 s after ++, 2 s after ---"
 
 tmux_ resize-window -t "$session" -x 20 -y 5
 sleep 2
