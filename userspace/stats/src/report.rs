@@ -764,7 +764,9 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-fn with_suffix(v: f64) -> String {
+/// About three significant digits with a k/M/G/T/P/E suffix ("12.3k",
+/// "456M"): the large-number form of every table here and in `scx_esn top`.
+pub fn with_suffix(v: f64) -> String {
     let mut x = v;
     for unit in ["k", "M", "G", "T", "P", "E"] {
         x /= 1000.0;

@@ -4,6 +4,8 @@
 //! absurdly large values) and returns something that fits a narrow column: "-"
 //! stands for "no data", so a missing measurement never reads as a zero.
 
+use esn_stats::report::with_suffix;
+
 /// "-" when there is nothing to show.
 pub(crate) const NONE: &str = "-";
 
@@ -43,21 +45,6 @@ pub(crate) fn amount(v: Option<f64>) -> String {
         }
         _ => NONE.to_string(),
     }
-}
-
-fn with_suffix(v: f64) -> String {
-    let mut x = v;
-    for unit in ["k", "M", "G", "T", "P", "E"] {
-        x /= 1000.0;
-        // Compared after rounding, so 99.97k shows as "100k", not "100.0k".
-        if x.abs() < 99.95 {
-            return format!("{x:.1}{unit}");
-        }
-        if x.abs() < 999.5 {
-            return format!("{x:.0}{unit}");
-        }
-    }
-    format!("{v:.0e}")
 }
 
 /// A share in [0, 1] as a whole percentage.
