@@ -120,15 +120,24 @@ phase() {
 		top_start
 		sleep 2
 	fi
-	[[ -n $MON_PID ]] && cp /proc/stat "$ESN_WORK/proc-stat.before"
+	local shots=
+	if [[ -n $MON_PID ]]; then
+		cp /proc/stat "$ESN_WORK/proc-stat.before"
+		# top's screens while fio runs: nodes, then Tab to the devices.
+		(
+			sleep $((runtime / 2))
+			top_screen nodes
+			tmux_ send-keys -t esn-top Tab
+			sleep 4
+			top_screen devices
+		) &
+		shots=$!
+	fi
 	MB_SKIP=$((runtime - judge)) measure_bios_during "$((runtime + 60))" -- "${FIO[@]}"
 	[[ -n $MON_PID ]] && cp /proc/stat "$ESN_WORK/proc-stat.after"
 	MON_RC=-1
 	if [[ -n $MON_PID ]]; then
-		top_screen nodes
-		tmux_ send-keys -t esn-top Tab
-		sleep 3
-		top_screen devices
+		wait "$shots"
 		# While it still runs: one scrape of --prometheus (check R).
 		python3 -c 'import sys, urllib.request
 r = urllib.request.urlopen(sys.argv[1], timeout=10)
