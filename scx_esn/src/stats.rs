@@ -153,6 +153,31 @@ pub fn render(s: &IntervalStats) -> String {
     }
     let mut out = String::new();
     let _ = writeln!(out, "{}", counters::format_line(&values, &s.nodes));
+    for n in &s.nodes {
+        let _ = writeln!(
+            out,
+            "node {}: {} CPUs busy {} | placed {}/{} | spills in {} out {} | stolen {}",
+            n.node,
+            n.cpus,
+            n.busy_pct.map_or("-".to_string(), |b| format!("{b:.0}%")),
+            n.placed,
+            n.threshold,
+            n.spill_in,
+            n.spill_out,
+            n.stolen_from
+        );
+    }
+    let h = &s.health;
+    let _ = writeln!(
+        out,
+        "health: {} dispatched, {} fallbacks, longest wait {} of the {} s watchdog ({} left)",
+        h.dispatched,
+        h.fallbacks,
+        h.max_wait_ns.map_or("-".to_string(), fmt_wait_bound),
+        h.watchdog_timeout_ms / 1000,
+        h.watchdog_margin_pct()
+            .map_or("-".to_string(), |m| format!("{m:.1}%"))
+    );
     out.push_str(&render_text(&s.io));
     let thresholds: Vec<u32> = {
         let len = s
@@ -169,6 +194,15 @@ pub fn render(s: &IntervalStats) -> String {
     };
     out.push_str(&control::format_decisions(&s.control, &thresholds));
     out
+}
+
+/// A wait's upper bound in the unit that keeps it readable.
+fn fmt_wait_bound(ns: u64) -> String {
+    if ns < 1_000_000 {
+        format!("<= {} us", ns / 1000)
+    } else {
+        format!("<= {:.1} ms", ns as f64 / 1e6)
+    }
 }
 
 /// Prints one interval as text or as one JSON line.
@@ -361,6 +395,14 @@ mod tests {
         assert_eq!(s.nodes[1].threshold, 1);
         let text = render(&s);
         assert!(text.contains("n1=1/1 wait io=1us"), "{text}");
+        assert!(
+            text.contains("node 1: 2 CPUs busy 25% | placed 1/1 | spills in 100 out 0 | stolen 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("health: 0 dispatched, 0 fallbacks, longest wait <= 8 us of the 30 s watchdog (100.0% left)"),
+            "{text}"
+        );
         assert!(text.contains("nvme0n1"), "{text}");
         // The JSON form reads back as it was written (what --monitor gets).
         let back: IntervalStats =
