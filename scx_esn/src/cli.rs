@@ -215,6 +215,12 @@ pub struct SchedOpts {
     #[arg(long)]
     pub json: bool,
 
+    /// Describe every field of the statistics (what --stats --json prints,
+    /// --monitor and `scx_esn top` read, and the stats socket serves with
+    /// `stats_meta`), then exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
     /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR:PORT/metrics
     /// while the scheduler runs: counters since start, latency histograms in
     /// seconds by device, node, locality and op, per-node thresholds and

@@ -112,6 +112,9 @@ fn run_monitor(secs: f64, json: bool) -> Result<()> {
 }
 
 fn run_scheduler(opts: &SchedOpts) -> Result<()> {
+    if opts.help_stats {
+        return stats::describe(&mut std::io::stdout());
+    }
     if let Some(secs) = opts.monitor {
         return run_monitor(secs, opts.json);
     }

@@ -25,9 +25,13 @@ use crossbeam::channel::{Receiver, Sender};
 use esn_controller::Decision;
 use esn_stats::devt::DeviceTable;
 use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
+use esn_stats::schema;
 use esn_stats::snapshot::RawSnapshot;
 use log::warn;
-use scx_stats::prelude::{StatsOps, StatsServer, StatsServerData};
+use scx_stats::prelude::{
+    StatsData, StatsField, StatsFieldAttrs, StatsKind, StatsMeta, StatsOps, StatsServer,
+    StatsServerData, StatsStructAttrs,
+};
 
 use crate::control;
 use crate::counters::{self, Counters, NodeLoad, NodeSched};
@@ -246,7 +250,7 @@ impl Server {
             };
             Ok(Box::new(read) as Box<dyn scx_stats::prelude::StatsReader<(), Reading>>)
         };
-        let data = StatsServerData::<(), Reading>::new().add_ops(
+        let data = with_meta(StatsServerData::<(), Reading>::new()).add_ops(
             "top",
             StatsOps {
                 open: Box::new(open),
@@ -277,6 +281,97 @@ impl Server {
         // A reader that timed out is gone; nothing to do about it here.
         let _ = self.replies.send(reading);
     }
+}
+
+/// The description of every served struct (`esn_stats::schema`), in the
+/// scx_stats form: answered to `stats_meta`, printed by `--help-stats`.
+fn meta() -> Vec<StatsMeta> {
+    fn kind(k: schema::Kind) -> StatsKind {
+        match k {
+            // scx_stats has no boolean; JSON true/false read as numbers do 1/0.
+            schema::Kind::U64 | schema::Kind::Bool => StatsKind::U64,
+            schema::Kind::I64 => StatsKind::I64,
+            schema::Kind::Float => StatsKind::Float,
+            schema::Kind::String => StatsKind::String,
+            schema::Kind::Struct(name) => StatsKind::Struct(name.to_string()),
+        }
+    }
+    schema::structs()
+        .iter()
+        .map(|s| StatsMeta {
+            name: s.name.to_string(),
+            attrs: StatsStructAttrs {
+                top: (s.name == schema::TOP).then(|| "true".to_string()),
+                desc: Some(s.desc.to_string()),
+                user: BTreeMap::new(),
+            },
+            fields: s
+                .fields
+                .iter()
+                .map(|f| {
+                    let data = match f.shape {
+                        schema::Shape::Datum(k) => StatsData::Datum(kind(k)),
+                        schema::Shape::Array(k) => StatsData::Array(kind(k)),
+                        schema::Shape::Dict { key, datum } => StatsData::Dict {
+                            key: kind(key),
+                            datum: kind(datum),
+                        },
+                    };
+                    let desc = if f.nullable {
+                        format!("{} (may be null)", f.desc)
+                    } else {
+                        f.desc.to_string()
+                    };
+                    let attrs = StatsFieldAttrs {
+                        desc: Some(desc),
+                        user: BTreeMap::new(),
+                    };
+                    (f.name.to_string(), StatsField { data, attrs })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn with_meta<Req: Send + 'static, Res: Send + 'static>(
+    mut data: StatsServerData<Req, Res>,
+) -> StatsServerData<Req, Res> {
+    for m in meta() {
+        data = data.add_meta(m);
+    }
+    data
+}
+
+/// `scx_esn --help-stats`: every field of an interval and what it means,
+/// struct by struct from the top. (scx_stats' own describe_meta follows
+/// only arrays and dicts of structs, so it would leave out `health` and
+/// `io`.)
+pub fn describe(out: &mut impl std::io::Write) -> Result<()> {
+    let metas = meta();
+    let name_width = metas.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    let field_width = metas
+        .iter()
+        .flat_map(|m| m.fields.keys().map(|k| k.len()))
+        .max()
+        .unwrap_or(0);
+    let data_width = metas
+        .iter()
+        .flat_map(|m| m.fields.values().map(|f| f.data.to_string().len() + 2))
+        .max()
+        .unwrap_or(0);
+    for (i, m) in metas.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        let desc = m.attrs.desc.as_deref().unwrap_or("");
+        writeln!(out, "[{:name_width$}] {desc}", m.name)?;
+        for (name, field) in &m.fields {
+            let data = format!("({})", field.data);
+            let desc = field.attrs.desc.as_deref().unwrap_or("");
+            writeln!(out, "  {name:field_width$} {data:data_width$} : {desc}")?;
+        }
+    }
+    Ok(())
 }
 
 /// `scx_esn --monitor SECS`: print a running scheduler's intervals until
@@ -415,5 +510,29 @@ mod tests {
         let s = interval(&Cumulative::default(), &reading(0, 0, 5), &devices());
         assert!(s.counters.values().all(|&v| v == 0));
         let _ = render(&s);
+    }
+
+    #[test]
+    fn help_stats_describes_every_struct_from_the_top() {
+        let mut out = Vec::new();
+        describe(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for s in schema::structs() {
+            assert!(
+                text.contains(&format!("[{}", s.name)),
+                "{} missing:\n{text}",
+                s.name
+            );
+        }
+        assert!(text.starts_with("[IntervalStats"), "{text}");
+        assert!(text.contains("exploring"), "{text}");
+        assert!(text.contains("(may be null)"), "{text}");
+        // The top is set, so a client asking stats_meta knows where to start.
+        let top: Vec<_> = meta()
+            .into_iter()
+            .filter(|m| m.attrs.top.is_some())
+            .collect();
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0].name, schema::TOP);
     }
 }

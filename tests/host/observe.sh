@@ -17,23 +17,10 @@
 # Environment: ESN_BIN (default target/release/scx_esn).
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${ESN_BIN:-$repo/target/release/scx_esn}
+source "$(dirname "$0")/lib.sh"
+host_init observe bin fio python3
+host_disk
 runtime=${1:-8}
-work=$repo/build/host-test
-mkdir -p "$work"
-
-die() { echo "observe host test: $*" >&2; exit 2; }
-[[ $(id -u) == 0 ]] || die "needs root (BPF)"
-[[ -x $bin ]] || die "no binary at $bin: run make build"
-command -v fio >/dev/null || die "fio is missing (apt-get install fio)"
-command -v python3 >/dev/null || die "python3 is missing"
-
-# The whole disk holding the work directory.
-source=$(findmnt -no SOURCE -T "$work")
-[[ -b $source ]] || die "$work is on $source, not a block device: run from a disk-backed checkout"
-disk=$(lsblk -no PKNAME "$source" | head -n1)
-[[ -n $disk ]] || disk=$(basename "$source")
 echo "observe host test: fio on $work ($source, disk $disk), ${runtime}s per mode"
 
 file=$work/fio.dat

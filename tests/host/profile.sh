@@ -15,20 +15,9 @@
 # Environment: ESN_BIN (default target/release/scx_esn).
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${ESN_BIN:-$repo/target/release/scx_esn}
-work=$repo/build/host-test
-mkdir -p "$work"
-
-die() { echo "profile host test: $*" >&2; exit 2; }
-[[ $(id -u) == 0 ]] || die "needs root"
-[[ -x $bin ]] || die "no binary at $bin: run make build"
-command -v fio >/dev/null || die "fio is missing (apt-get install fio)"
-
-source=$(findmnt -no SOURCE -T "$work")
-[[ -b $source ]] || die "$work is on $source, not a block device"
-disk=$(lsblk -no PKNAME "$source" | head -n1)
-[[ -n $disk ]] || disk=$(basename "$source")
+source "$(dirname "$0")/lib.sh"
+host_init profile bin fio python3
+host_disk
 state=$work/profile-state.json
 out=$work/profile.out
 rm -f "$state"

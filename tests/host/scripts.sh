@@ -28,17 +28,12 @@
 # into a loud skip instead of a failure.
 set -uo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/lib.sh"
+host_init scripts fio python3 bpftrace
 runtime=${1:-6}
-work=$repo/build/host-test/scripts
+work=$work/scripts
 rm -rf "$work"
 mkdir -p "$work"
-
-die() { echo "scripts host test: $*" >&2; exit 2; }
-[[ $(id -u) == 0 ]] || die "needs root (BPF)"
-command -v fio >/dev/null || die "fio is missing (apt-get install fio)"
-command -v python3 >/dev/null || die "python3 is missing"
-command -v bpftrace >/dev/null || die "bpftrace is missing (apt-get install bpftrace)"
 (($(nproc) >= 2)) || die "needs 2 CPUs (fio is moved from one to the other)"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || die "cannot mount tracefs"
 
@@ -120,10 +115,7 @@ if ((${#suites[@]})); then
 fi
 
 # ------------------------------------------------------------- the workload --
-source=$(findmnt -no SOURCE -T "$work")
-[[ -b $source ]] || die "$work is on $source, not a block device: run from a disk-backed checkout"
-disk=$(lsblk -no PKNAME "$source" | head -n1)
-[[ -n $disk ]] || disk=$(basename "$source")
+host_disk
 # The disk's NUMA node as sysfs tells it: the first numa_node file on the way
 # up from the disk's device (the scripts read the same from kernel structs).
 dev_node=-1

@@ -16,21 +16,9 @@
 # Environment: ESN_BIN (default target/release/scx_esn).
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${ESN_BIN:-$repo/target/release/scx_esn}
-work=$repo/build/host-test
-mkdir -p "$work"
-
-die() { echo "top host test: $*" >&2; exit 2; }
-[[ $(id -u) == 0 ]] || die "needs root (BPF)"
-[[ -x $bin ]] || die "no binary at $bin: run make build"
-command -v tmux >/dev/null || die "tmux is missing (apt-get install tmux)"
-command -v fio >/dev/null || die "fio is missing (apt-get install fio)"
-
-source=$(findmnt -no SOURCE -T "$work")
-[[ -b $source ]] || die "$work is on $source, not a block device: run from a disk-backed checkout"
-disk=$(lsblk -no PKNAME "$source" | head -n1)
-[[ -n $disk ]] || disk=$(basename "$source")
+source "$(dirname "$0")/lib.sh"
+host_init top bin tmux fio
+host_disk
 
 file=$work/top-fio.dat
 fio --name=layout --filename="$file" --size=64M --rw=write --bs=1M \

@@ -22,6 +22,10 @@
 #      spills out of node 1 and into node 0 (the third job), the NVMe's
 #      utilisation (> 10 %), the health block (30 s watchdog, dispatches,
 #      the longest wait).
+#   X. during P, the stats socket's own protocol, as scxtop's scheduler view
+#      speaks it: `stats` without arguments answers an interval naming the
+#      NVMe and node 1; `stats_meta` describes every field served, from
+#      the top struct down (what `scx_esn --help-stats` prints).
 #   R. during P, --prometheus serves /metrics: one scrape after fio, in the
 #      OpenMetrics text format; the NVMe's requests_total (cumulative since
 #      the scheduler started, just before fio) within 95-110 % of bpftrace's
@@ -143,6 +147,21 @@ phase() {
 r = urllib.request.urlopen(sys.argv[1], timeout=10)
 sys.stdout.write(r.headers.get("Content-Type") + "\n" + r.read().decode())' \
 			"http://$prom_addr/metrics" >"$ESN_WORK/metrics.txt" 2>"$ESN_WORK/metrics.err"
+		# The socket's own protocol, as scxtop's scheduler view speaks it
+		# (check X): `stats` with no arguments, then `stats_meta`.
+		python3 - /var/run/scx/root/stats >"$ESN_WORK/socket.json" 2>"$ESN_WORK/socket.err" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+out = {}
+for req in ("stats", "stats_meta"):
+    f.write(json.dumps({"req": req, "args": {}}) + "\n")
+    f.flush()
+    out[req] = json.loads(f.readline())
+json.dump(out, sys.stdout)
+PY
 		kill -INT "$MON_PID"
 		wait "$MON_PID"
 		MON_RC=$?
@@ -268,6 +287,38 @@ print(int(ok), f"exit {rc}; {len(lines)} intervals; {disk} requests {reqs} vs bp
 PY
 )
 check "M --monitor 1 --json reads the running scheduler" "${verdict%% *}" "${verdict#* }"
+
+# ---- X. the raw socket during P: what scxtop reads, and the stats metadata -------------
+verdict=$(python3 - "$ESN_WORK/socket.json" "$(basename "$dev")" <<'PY'
+import json, sys
+path, disk = sys.argv[1], sys.argv[2]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(0, f"no answer from the socket: {e}"); sys.exit()
+stats, meta = r["stats"], r["stats_meta"]
+top = stats["args"]["resp"] if stats.get("errno") == 0 else {}
+metas = meta["args"]["resp"] if meta.get("errno") == 0 else {}
+root = next((m for m in metas.values() if m.get("top")), {})
+described = set(root.get("fields", {}))
+devices = [d["name"] for d in top.get("io", {}).get("devices", [])]
+def undescribed(name, obj):  # keys of a served object its metadata lacks
+    m = metas.get(name, {}).get("fields", {})
+    return sorted(set(obj) - set(m))
+missing = undescribed("IntervalStats", top)
+for n in top.get("nodes", []):
+    missing += undescribed("NodeLoad", n)
+for d in top.get("io", {}).get("devices", []):
+    missing += undescribed("DeviceReport", d)
+ok = (root.get("name") == "IntervalStats" and described == set(top)
+      and disk in devices and any(n["node"] == 1 for n in top.get("nodes", []))
+      and not missing and len(metas) >= 10)
+print(int(ok), f"stats errno {stats.get('errno')}: keys {sorted(top)}, devices {devices}; "
+      f"stats_meta errno {meta.get('errno')}: {len(metas)} structs, top {root.get('name')}, "
+      f"served but undescribed {missing}")
+PY
+)
+check "X the stats socket as scxtop reads it, and stats_meta" "${verdict%% *}" "${verdict#* }"
 
 # ---- R. the Prometheus endpoint scraped during P, against bpftrace -----------------------
 verdict=$(python3 - "$ESN_WORK/metrics.txt" "$(basename "$dev")" "$MB_FULL_TOTAL" "$P_FINAL" <<'PY'

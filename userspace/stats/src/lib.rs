@@ -52,6 +52,7 @@ pub mod devt;
 pub mod hist;
 pub mod live;
 pub mod report;
+pub mod schema;
 pub mod snapshot;
 
 pub use devt::{DevT, DeviceInfo, DeviceTable, ParseDevTError};
