@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `esn-remote-penalty`: the NUMA lab's interconnect, for a VM that has none.
+//!
+//! ```text
+//!   topology (sysfs) ─► disks with a home node ─► spin per disk node
+//!        --us N                        N us at the nearest other node
+//!        --factor F   calibrate.rs ─►  F x local - remote (measured, lab off)
+//!   ─► scaled by distance (plan.rs) ─► BPF rodata ─► load ─► attach
+//!        fexit/blk_mq_start_request, else tp_btf/block_rq_issue
+//!   ─► one line "remote-penalty: active ..." on stdout
+//!   ─► SIGINT/SIGTERM ─► detach, one line of counts on stderr, exit 0
+//! ```
+//!
+//! A test instrument (tests/lab), not part of scx_esn: see bpf/lab_penalty.bpf.c for
+//! why the spin sits where it does. Run as root; `tests/lab/remote-penalty` is the
+//! entry point the tests and the benchmark use.
+
+mod calibrate;
+mod lab_skel;
+mod plan;
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use esn_topology::Topology;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+
+use lab_skel::*;
+use plan::LabDisk;
+
+/// Make block requests submitted from a CPU on another NUMA node than their disk's
+/// slower, by spinning on the submitting CPU inside the request's service time.
+///
+/// Off unless running: prints one line once active, stays until SIGINT or SIGTERM,
+/// then removes itself and exits 0. Exit 1 when it cannot start (no disk with a
+/// home node, one node, not root), 2 on bad arguments.
+#[derive(Parser, Debug)]
+#[command(name = "remote-penalty", version)]
+#[command(group(clap::ArgGroup::new("penalty").required(true).args(["us", "factor"])))]
+struct Opts {
+    /// Spin N microseconds on every remote request (from the nearest other node;
+    /// farther nodes pay more in proportion to their NUMA distance minus 10).
+    #[arg(long, value_name = "N")]
+    us: Option<f64>,
+
+    /// Make a remote 4k direct read take F times a local one (2.0: the research's
+    /// machine; 1.05: a NAND SSD one hop away). Calibrated first: the disk is read
+    /// from a CPU of its node and one of the nearest node, lab off.
+    #[arg(long, value_name = "F")]
+    factor: Option<f64>,
+
+    /// Only this disk (repeatable); default: every disk with a known home node.
+    #[arg(long, value_name = "NAME")]
+    device: Vec<String>,
+
+    /// Seconds of calibration reads for --factor, per disk node.
+    #[arg(long, value_name = "SECS", default_value_t = 4.0)]
+    calibrate_secs: f64,
+
+    /// Use the block_rq_issue tracepoint even where fexit works (for testing the fallback).
+    #[arg(long)]
+    tracepoint: bool,
+}
+
+/// The spin at the nearest distance for one disk node, and where it came from.
+struct NodeSpin {
+    node: u32,
+    nearest: (u32, u32),
+    spin_ns: u64,
+    how: String,
+}
+
+fn check_args(opts: &Opts) -> Result<()> {
+    if let Some(us) = opts.us {
+        if !us.is_finite() || !(0.0..=100_000.0).contains(&us) {
+            bail!("--us {us}: give microseconds from 0 to 100000");
+        }
+    }
+    if let Some(f) = opts.factor {
+        if !f.is_finite() || !(1.0..=20.0).contains(&f) {
+            bail!("--factor {f}: give a factor from 1.0 (no penalty) to 20");
+        }
+    }
+    if !opts.calibrate_secs.is_finite() || !(0.5..=120.0).contains(&opts.calibrate_secs) {
+        bail!("--calibrate-secs {}: give 0.5 to 120 seconds", opts.calibrate_secs);
+    }
+    Ok(())
+}
+
+/// One spin per disk node: the disks of a node share its table row.
+fn spins(topo: &Topology, disks: &[LabDisk], opts: &Opts) -> Result<Vec<NodeSpin>> {
+    let mut out: Vec<NodeSpin> = Vec::new();
+    for disk in disks {
+        if out.iter().any(|s| s.node == disk.node) {
+            continue;
+        }
+        let Some(nearest) = plan::nearest_remote(topo, disk.node) else {
+            bail!(
+                "{} is on node {}, and no other node has CPUs: no request to it can be \
+                 remote (boot the VM with several nodes, tests/vm)",
+                disk.name,
+                disk.node
+            );
+        };
+        let (spin_ns, how) = match (opts.us, opts.factor) {
+            (Some(us), _) => ((us * 1000.0).round() as u64, format!("--us {us}")),
+            (None, Some(factor)) => {
+                let node = topo.node(disk.node).context("disk node vanished")?;
+                let Some(&local_cpu) = node.cpus.first() else {
+                    bail!(
+                        "{} is on node {}, which has no CPUs: there is no local latency \
+                         to scale; use --us",
+                        disk.name,
+                        disk.node
+                    );
+                };
+                let remote_cpu = topo
+                    .node(nearest.0)
+                    .and_then(|n| n.cpus.first().copied())
+                    .context("nearest node has no CPUs")?;
+                let lat = calibrate::measure(
+                    &disk.name,
+                    local_cpu,
+                    remote_cpu,
+                    Duration::from_secs_f64(opts.calibrate_secs),
+                )?;
+                let spin = plan::spin_for_factor(factor, lat.local_ns, lat.remote_ns);
+                let how = format!(
+                    "factor {factor:.2} over {} local {:.0} us, remote {:.0} us (cpu {local_cpu} \
+                     vs {remote_cpu}, {} reads)",
+                    disk.name,
+                    lat.local_ns / 1e3,
+                    lat.remote_ns / 1e3,
+                    lat.reads
+                );
+                (spin, how)
+            }
+            (None, None) => bail!("give --us N or --factor F"),
+        };
+        out.push(NodeSpin {
+            node: disk.node,
+            nearest,
+            spin_ns,
+            how,
+        });
+    }
+    Ok(out)
+}
+
+/// Loads the program with one of its two hooks, fills the tables and attaches.
+fn load_and_attach<'o>(
+    open_object: &'o mut MaybeUninit<OpenObject>,
+    topo: &Topology,
+    disks: &[LabDisk],
+    table: &[(u32, u32, u64)],
+    use_fexit: bool,
+) -> Result<(LabSkel<'o>, Link)> {
+    let mut open = LabSkelBuilder::default()
+        .open(open_object)
+        .context("opening the lab's BPF object")?;
+    {
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("the lab's BPF object has no rodata")?;
+        let max_nodes = (rodata.lab_spin_ns.len() as f64).sqrt() as usize;
+        for (cpu, node) in topo.cpu_to_node().iter().enumerate() {
+            if let (Some(slot), Some(node)) = (rodata.lab_cpu_node.get_mut(cpu), node) {
+                *slot = *node as u8;
+            }
+        }
+        for &(disk_node, sub_node, ns) in table {
+            let (d, s) = (disk_node as usize, sub_node as usize);
+            if d >= max_nodes || s >= max_nodes {
+                bail!("node {} is beyond the lab's {max_nodes} nodes", d.max(s));
+            }
+            rodata.lab_spin_ns[d * max_nodes + s] = ns;
+        }
+    }
+    open.progs.lab_after_start_request.set_autoload(use_fexit);
+    open.progs.lab_at_rq_issue.set_autoload(!use_fexit);
+    let skel = open.load().context("loading the lab's BPF program")?;
+    for disk in disks {
+        skel.maps
+            .lab_disk_node
+            .update(&disk.dev.to_ne_bytes(), &[disk.node as u8], MapFlags::ANY)
+            .with_context(|| format!("registering {}", disk.name))?;
+    }
+    let link = if use_fexit {
+        skel.progs.lab_after_start_request.attach()
+    } else {
+        skel.progs.lab_at_rq_issue.attach()
+    }
+    .context("attaching the lab's BPF program")?;
+    Ok((skel, link))
+}
+
+/// (local, remote, spun ns, capped spins) summed over CPUs.
+fn counts(skel: &LabSkel) -> Result<[u64; 4]> {
+    let per_cpu = skel
+        .maps
+        .lab_counts
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .context("reading the lab's counters")?
+        .unwrap_or_default();
+    let mut sum = [0u64; 4];
+    for bytes in per_cpu {
+        for (i, chunk) in bytes.chunks_exact(8).take(4).enumerate() {
+            sum[i] += u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
+        }
+    }
+    Ok(sum)
+}
+
+fn run(opts: &Opts) -> Result<()> {
+    check_args(opts)?;
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("needs root (loads a BPF program)");
+    }
+    let topo = Topology::discover(Path::new("/sys"))?;
+    let disks = plan::select_disks(&topo, &opts.device)?;
+    let spins = spins(&topo, &disks, opts)?;
+    let base: Vec<(u32, u64)> = spins.iter().map(|s| (s.node, s.spin_ns)).collect();
+    let table = plan::spin_table(&topo, &base);
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the SIGINT/SIGTERM handler")?;
+
+    let mut obj_fexit = MaybeUninit::uninit();
+    let mut obj_tp = MaybeUninit::uninit();
+    let attempt = if opts.tracepoint {
+        Err(anyhow::anyhow!("--tracepoint given"))
+    } else {
+        load_and_attach(&mut obj_fexit, &topo, &disks, &table, true)
+    };
+    let (skel, link, hook) = match attempt {
+        Ok((skel, link)) => (skel, link, "fexit/blk_mq_start_request"),
+        Err(why) => {
+            let (skel, link) = load_and_attach(&mut obj_tp, &topo, &disks, &table, false)
+                .with_context(|| format!("the fexit hook failed too ({why:#})"))?;
+            if !opts.tracepoint {
+                eprintln!("remote-penalty: fexit/blk_mq_start_request unavailable ({why:#}); using block_rq_issue");
+            }
+            (skel, link, "tp_btf/block_rq_issue")
+        }
+    };
+
+    let per_node: Vec<String> = spins
+        .iter()
+        .map(|s| {
+            let names: Vec<&str> = disks
+                .iter()
+                .filter(|d| d.node == s.node)
+                .map(|d| d.name.as_str())
+                .collect();
+            format!(
+                "{} on node {}: remote requests spin {:.1} us from node {} (distance {}), more from farther nodes [{}]",
+                names.join(","),
+                s.node,
+                s.spin_ns as f64 / 1e3,
+                s.nearest.0,
+                s.nearest.1,
+                s.how
+            )
+        })
+        .collect();
+    println!("remote-penalty: active ({hook}): {}", per_node.join("; "));
+
+    while !shutdown.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let [local, remote, spun_ns, capped] = counts(&skel)?;
+    drop(link);
+    drop(skel);
+    eprintln!(
+        "remote-penalty: removed; {remote} remote requests delayed (mean {:.1} us{}), {local} local",
+        if remote > 0 { spun_ns as f64 / remote as f64 / 1e3 } else { 0.0 },
+        if capped > 0 { format!(", {capped} capped") } else { String::new() }
+    );
+    Ok(())
+}
+
+fn main() {
+    let opts = Opts::parse();
+    if let Err(err) = run(&opts) {
+        eprintln!("remote-penalty: error: {err:#}");
+        std::process::exit(if check_args(&opts).is_err() { 2 } else { 1 });
+    }
+}
