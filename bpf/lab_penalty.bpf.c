@@ -21,8 +21,10 @@
  * block_rq_issue tracepoint instead: same spin, but observers that attached
  * to that tracepoint after the lab take their issue timestamp after it.
  *
- * Userspace fills the CPU -> node table and the per (disk node, submitting
- * node) spin times before load, and the disk -> node map before attach.
+ * Userspace fills the CPU -> node table before load, the disk -> node map
+ * and the per (disk node, submitting node) spin times before attach; with
+ * --factor it rewrites the spin times once more after measuring with the
+ * penalty in place.
  */
 #include <scx/common.bpf.h>
 
@@ -35,9 +37,14 @@ const volatile u8 lab_cpu_node[ESN_MAX_CPUS];
 /*
  * Spin in ns for a request to a disk on node D submitted from node S, at
  * [D * ESN_MAX_NODES + S]; 0 on the diagonal (local) and for pairs that are
- * not penalised.
+ * not penalised. A map, not rodata: --factor refines it while attached.
  */
-const volatile u64 lab_spin_ns[ESN_MAX_NODES * ESN_MAX_NODES];
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ESN_MAX_NODES * ESN_MAX_NODES);
+	__type(key, u32);
+	__type(value, u64);
+} lab_spin_ns SEC(".maps");
 
 /* Whole-disk dev_t ((major << 20) | minor) -> its home node. */
 struct {
@@ -91,7 +98,7 @@ static __always_inline u8 node_of_cpu(u32 cpu)
 static __always_inline u64 spin_ns_for(u8 disk_node, u8 submit_node)
 {
 	u32 idx = (u32)disk_node * ESN_MAX_NODES + submit_node;
-	const volatile u64 *ns = MEMBER_VPTR(lab_spin_ns, [idx]);
+	u64 *ns = bpf_map_lookup_elem(&lab_spin_ns, &idx);
 
 	return ns ? *ns : 0;
 }

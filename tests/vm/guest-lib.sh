@@ -26,6 +26,10 @@
 #                                  -> the scheduler in the background, up
 #                                     when sched_ext says enabled (sched_pid)
 #   esn_save                       -> copies the working files to $ESN_OUTDIR
+#   lab_start ARGS / lab_stop      -> tests/lab/remote-penalty in the background
+#   fio_clat_pair DEV LCPUS RCPUS ROUNDS SECS
+#                                  -> fio's mean clat pinned local vs remote,
+#                                     interleaved; sets PAIR_*
 #
 # Everything goes to stdout (the guest log). Files that are written while they
 # are read (bpftrace output, command logs, the summary) live in $ESN_WORK, on
@@ -443,6 +447,91 @@ run_pinned_then_free() {
 fio_iops() { # the read IOPS of the last fio run in commands.log
 	grep -o 'read: IOPS=[^,]*' "$ESN_WORK/commands.log" | tail -n1 | cut -d= -f2
 }
+
+# ------------------------------------------------------------ the NUMA lab --
+LAB_PID=
+# lab_start ARGS...: tests/lab/remote-penalty ARGS in the background; waits
+# for its "active" line (calibration takes --calibrate-secs) and sets
+# LAB_LINE to it. Returns 1 (with the reason in LAB_LINE) if it did not start.
+lab_start() {
+	local t0=$SECONDS
+	LAB_OUT=$ESN_WORK/lab.out LAB_ERR=$ESN_WORK/lab.err LAB_LINE=
+	"$ESN_REPO/tests/lab/remote-penalty" "$@" >"$LAB_OUT" 2>"$LAB_ERR" </dev/null &
+	LAB_PID=$!
+	while ! LAB_LINE=$(grep -m1 '^remote-penalty: active' "$LAB_OUT" 2>/dev/null); do
+		if ! kill -0 "$LAB_PID" 2>/dev/null || ((SECONDS - t0 > 120)); then
+			LAB_LINE="did not start: $(tr '\n' ' ' <"$LAB_ERR")"
+			kill -KILL "$LAB_PID" 2>/dev/null
+			wait "$LAB_PID" 2>/dev/null
+			LAB_PID=
+			return 1
+		fi
+		sleep 0.3
+	done
+	say "lab: $LAB_LINE"
+}
+
+# lab_stop: SIGINT, bounded wait; sets LAB_RC and LAB_REMOTE / LAB_LOCAL (the
+# requests it delayed / saw local, from its exit line) and LAB_MEAN_US.
+lab_stop() {
+	LAB_RC=-1 LAB_REMOTE=-1 LAB_LOCAL=-1 LAB_MEAN_US=-1
+	[[ -n $LAB_PID ]] || return 0
+	kill -INT "$LAB_PID" 2>/dev/null
+	for _ in $(seq 1 60); do
+		kill -0 "$LAB_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$LAB_PID" 2>/dev/null
+	wait "$LAB_PID"
+	LAB_RC=$?
+	LAB_PID=
+	read -r LAB_REMOTE LAB_MEAN_US LAB_LOCAL < <(sed -n 's/^remote-penalty: removed; \([0-9]*\) remote requests delayed (mean \([0-9.]*\) us.*), \([0-9]*\) local$/\1 \2 \3/p' "$LAB_ERR")
+	LAB_REMOTE=${LAB_REMOTE:--1} LAB_LOCAL=${LAB_LOCAL:--1} LAB_MEAN_US=${LAB_MEAN_US:--1}
+	say "lab: stopped (exit $LAB_RC): $(tail -n1 "$LAB_ERR")"
+}
+
+# fio_clat_pair DEV LOCAL_CPUS REMOTE_CPUS ROUNDS SECS: one fio job (4k
+# randread, psync) pinned to LOCAL_CPUS, then to REMOTE_CPUS, ROUNDS times,
+# SECS each, alternating (ABBA) so drift hits both sides alike. Sets PAIR_LOCAL_US
+# PAIR_REMOTE_US (mean completion latency over all I/Os of a side, fio's own
+# figure), PAIR_RATIO (remote / local), PAIR_LOCAL_IOS PAIR_REMOTE_IOS.
+fio_clat_pair() {
+	local dev=$1 lcpus=$2 rcpus=$3 rounds=$4 secs=$5 r side cpus vars
+	local files=()
+	local order
+	for r in $(seq 1 "$rounds"); do
+		# ABBA: which side goes first alternates, so a linear drift cancels.
+		order="local remote"
+		((r % 2 == 0)) && order="remote local"
+		for side in $order; do
+			cpus=$lcpus
+			[[ $side == remote ]] && cpus=$rcpus
+			fio_randread_args "$dev" 1 "$secs" --cpus_allowed="$cpus" \
+				--output-format=json --output="$ESN_WORK/pair.$side.$r.json"
+			"${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1
+			files+=("$ESN_WORK/pair.$side.$r.json")
+		done
+	done
+	vars=$(python3 - "${files[@]}" <<'PY'
+import json, sys
+acc = {"local": [0, 0.0], "remote": [0, 0.0]}
+for f in sys.argv[1:]:
+    side = "remote" if ".remote." in f else "local"
+    j = json.load(open(f))["jobs"][0]["read"]
+    n = j["total_ios"]
+    acc[side][0] += n
+    acc[side][1] += n * j["clat_ns"]["mean"]
+l, r = (acc[s][1] / max(1, acc[s][0]) / 1e3 for s in ("local", "remote"))
+print(f"PAIR_LOCAL_US={l:.1f} PAIR_REMOTE_US={r:.1f} PAIR_RATIO={r / l if l else 0:.3f} "
+      f"PAIR_LOCAL_IOS={acc['local'][0]} PAIR_REMOTE_IOS={acc['remote'][0]}")
+PY
+) || { PAIR_RATIO=0; say "fio_clat_pair: could not read fio's output"; return 1; }
+	eval "$vars"
+	say "pinned clat: local $PAIR_LOCAL_US us ($PAIR_LOCAL_IOS I/Os), remote $PAIR_REMOTE_US us ($PAIR_REMOTE_IOS I/Os): ratio $PAIR_RATIO"
+}
+
+# within X LO HI: is LO <= X <= HI (decimals allowed)?
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x + 0 >= lo + 0 && x + 0 <= hi + 0) }'; }
 
 # ------------------------------------------------------------- verdicts -----
 : >"$ESN_SUMMARY"

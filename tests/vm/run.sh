@@ -6,7 +6,7 @@
 #   guest-control.sh
 #   (or guest-observe.sh alone: `observe`, for kernels without sched_ext;
 #   guest-scripts.sh: `scripts`, the bpftrace scripts of scripts/).
-# usage: tests/vm/run.sh [all|baseline|scheduler|control|observe|scripts] [NAME=VALUE ...]
+# usage: tests/vm/run.sh [all|baseline|scheduler|control|observe|scripts|lab] [NAME=VALUE ...]
 #   NAME=VALUE pairs go to the guest scripts (e.g. ESN_DRY=1, ESN_FIO_RUNTIME=10).
 # Results: build/vm/results/<test>/ (log, summary.tsv, result, console.log, ...).
 # Exit status: 0 only if every test that ran passed.
@@ -24,8 +24,8 @@ what=all
 if (($#)) && [[ $1 != *=* ]]; then what=$1; shift; fi
 case $what in
 all) tests=(baseline scheduler control) ;;
-baseline | scheduler | control | observe | scripts) tests=("$what") ;;
-*) echo "usage: $0 [all|baseline|scheduler|control|observe|scripts] [NAME=VALUE ...]" >&2; exit 2 ;;
+baseline | scheduler | control | observe | scripts | lab) tests=("$what") ;;
+*) echo "usage: $0 [all|baseline|scheduler|control|observe|scripts|lab] [NAME=VALUE ...]" >&2; exit 2 ;;
 esac
 
 declare -A verdict secs

@@ -75,7 +75,13 @@ fn next_offset(state: &mut u64, blocks: u64) -> u64 {
 }
 
 /// Reads for `slice` pinned to `cpu`; returns (reads, total ns).
-fn read_slice(file: &File, cpu: u32, slice: Duration, blocks: u64, seed: &mut u64) -> Result<(u64, u128)> {
+fn read_slice(
+    file: &File,
+    cpu: u32,
+    slice: Duration,
+    blocks: u64,
+    seed: &mut u64,
+) -> Result<(u64, u128)> {
     pin_to(cpu)?;
     let mut buf = Aligned::new();
     let (mut n, mut total) = (0u64, 0u128);

@@ -74,6 +74,8 @@ struct NodeSpin {
     nearest: (u32, u32),
     spin_ns: u64,
     how: String,
+    /// --factor: (disk, local CPU, remote CPU) to measure again with the spin on.
+    probe: Option<(String, u32, u32)>,
 }
 
 fn check_args(opts: &Opts) -> Result<()> {
@@ -88,7 +90,10 @@ fn check_args(opts: &Opts) -> Result<()> {
         }
     }
     if !opts.calibrate_secs.is_finite() || !(0.5..=120.0).contains(&opts.calibrate_secs) {
-        bail!("--calibrate-secs {}: give 0.5 to 120 seconds", opts.calibrate_secs);
+        bail!(
+            "--calibrate-secs {}: give 0.5 to 120 seconds",
+            opts.calibrate_secs
+        );
     }
     Ok(())
 }
@@ -108,6 +113,7 @@ fn spins(topo: &Topology, disks: &[LabDisk], opts: &Opts) -> Result<Vec<NodeSpin
                 disk.node
             );
         };
+        let mut probe = None;
         let (spin_ns, how) = match (opts.us, opts.factor) {
             (Some(us), _) => ((us * 1000.0).round() as u64, format!("--us {us}")),
             (None, Some(factor)) => {
@@ -132,13 +138,14 @@ fn spins(topo: &Topology, disks: &[LabDisk], opts: &Opts) -> Result<Vec<NodeSpin
                 )?;
                 let spin = plan::spin_for_factor(factor, lat.local_ns, lat.remote_ns);
                 let how = format!(
-                    "factor {factor:.2} over {} local {:.0} us, remote {:.0} us (cpu {local_cpu} \
-                     vs {remote_cpu}, {} reads)",
+                    "factor {factor:.2} over {}: lab off local {:.0} us, remote {:.0} us (cpu \
+                     {local_cpu} vs {remote_cpu}, {} reads)",
                     disk.name,
                     lat.local_ns / 1e3,
                     lat.remote_ns / 1e3,
                     lat.reads
                 );
+                probe = Some((disk.name.clone(), local_cpu, remote_cpu));
                 (spin, how)
             }
             (None, None) => bail!("give --us N or --factor F"),
@@ -148,6 +155,7 @@ fn spins(topo: &Topology, disks: &[LabDisk], opts: &Opts) -> Result<Vec<NodeSpin
             nearest,
             spin_ns,
             how,
+            probe,
         });
     }
     Ok(out)
@@ -170,18 +178,10 @@ fn load_and_attach<'o>(
             .rodata_data
             .as_mut()
             .context("the lab's BPF object has no rodata")?;
-        let max_nodes = (rodata.lab_spin_ns.len() as f64).sqrt() as usize;
         for (cpu, node) in topo.cpu_to_node().iter().enumerate() {
             if let (Some(slot), Some(node)) = (rodata.lab_cpu_node.get_mut(cpu), node) {
                 *slot = *node as u8;
             }
-        }
-        for &(disk_node, sub_node, ns) in table {
-            let (d, s) = (disk_node as usize, sub_node as usize);
-            if d >= max_nodes || s >= max_nodes {
-                bail!("node {} is beyond the lab's {max_nodes} nodes", d.max(s));
-            }
-            rodata.lab_spin_ns[d * max_nodes + s] = ns;
         }
     }
     open.progs.lab_after_start_request.set_autoload(use_fexit);
@@ -193,6 +193,7 @@ fn load_and_attach<'o>(
             .update(&disk.dev.to_ne_bytes(), &[disk.node as u8], MapFlags::ANY)
             .with_context(|| format!("registering {}", disk.name))?;
     }
+    write_spins(&skel, table)?;
     let link = if use_fexit {
         skel.progs.lab_after_start_request.attach()
     } else {
@@ -200,6 +201,70 @@ fn load_and_attach<'o>(
     }
     .context("attaching the lab's BPF program")?;
     Ok((skel, link))
+}
+
+/// Nodes per side of the spin table: the map holds a square of them.
+fn table_side(skel: &LabSkel) -> usize {
+    (skel.maps.lab_spin_ns.max_entries() as f64).sqrt() as usize
+}
+
+fn write_spins(skel: &LabSkel, table: &[(u32, u32, u64)]) -> Result<()> {
+    let side = table_side(skel);
+    for &(disk_node, sub_node, ns) in table {
+        let (d, s) = (disk_node as usize, sub_node as usize);
+        if d >= side || s >= side {
+            bail!("node {} is beyond the lab's {side} nodes", d.max(s));
+        }
+        let idx = (d * side + s) as u32;
+        skel.maps
+            .lab_spin_ns
+            .update(&idx.to_ne_bytes(), &ns.to_ne_bytes(), MapFlags::ANY)
+            .context("writing the spin table")?;
+    }
+    Ok(())
+}
+
+/// --factor, second pass: with the spin in place, measure again and correct the
+/// spin by what is still missing (or too much). On an emulator a spinning vCPU
+/// also slows the vCPUs that serve the request, so the first estimate is short.
+fn refine(
+    skel: &LabSkel,
+    topo: &Topology,
+    spins: &mut [NodeSpin],
+    opts: &Opts,
+) -> Result<Vec<(u32, u32, u64)>> {
+    let Some(factor) = opts.factor else {
+        return Ok(plan::spin_table(topo, &base_of(spins)));
+    };
+    for s in spins.iter_mut() {
+        let Some((disk, local_cpu, remote_cpu)) = &s.probe else {
+            continue;
+        };
+        let lat = calibrate::measure(
+            disk,
+            *local_cpu,
+            *remote_cpu,
+            Duration::from_secs_f64(opts.calibrate_secs),
+        )?;
+        let missing = factor * lat.local_ns - lat.remote_ns;
+        let before = s.spin_ns;
+        s.spin_ns = (before as f64 + missing).max(0.0).round() as u64;
+        s.how += &format!(
+            "; with {:.0} us spin: local {:.0} us, remote {:.0} us ({:.2}x) -> {:.0} us",
+            before as f64 / 1e3,
+            lat.local_ns / 1e3,
+            lat.remote_ns / 1e3,
+            lat.remote_ns / lat.local_ns,
+            s.spin_ns as f64 / 1e3
+        );
+    }
+    let table = plan::spin_table(topo, &base_of(spins));
+    write_spins(skel, &table)?;
+    Ok(table)
+}
+
+fn base_of(spins: &[NodeSpin]) -> Vec<(u32, u64)> {
+    spins.iter().map(|s| (s.node, s.spin_ns)).collect()
 }
 
 /// (local, remote, spun ns, capped spins) summed over CPUs.
@@ -226,9 +291,8 @@ fn run(opts: &Opts) -> Result<()> {
     }
     let topo = Topology::discover(Path::new("/sys"))?;
     let disks = plan::select_disks(&topo, &opts.device)?;
-    let spins = spins(&topo, &disks, opts)?;
-    let base: Vec<(u32, u64)> = spins.iter().map(|s| (s.node, s.spin_ns)).collect();
-    let table = plan::spin_table(&topo, &base);
+    let mut spins = spins(&topo, &disks, opts)?;
+    let table = plan::spin_table(&topo, &base_of(&spins));
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
@@ -254,6 +318,10 @@ fn run(opts: &Opts) -> Result<()> {
         }
     };
 
+    refine(&skel, &topo, &mut spins, opts)?;
+    // The counts of the calibration's own reads are not the workload's.
+    let calibration_counts = counts(&skel)?;
+
     let per_node: Vec<String> = spins
         .iter()
         .map(|s| {
@@ -278,7 +346,9 @@ fn run(opts: &Opts) -> Result<()> {
     while !shutdown.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
     }
-    let [local, remote, spun_ns, capped] = counts(&skel)?;
+    let now = counts(&skel)?;
+    let [local, remote, spun_ns, capped]: [u64; 4] =
+        std::array::from_fn(|i| now[i].saturating_sub(calibration_counts[i]));
     drop(link);
     drop(skel);
     eprintln!(

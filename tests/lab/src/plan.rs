@@ -27,7 +27,11 @@ pub struct LabDisk {
 
 /// The disks to penalise: every disk with a known home node, or the `--device` names.
 pub fn select_disks(topo: &Topology, names: &[String]) -> Result<Vec<LabDisk>> {
-    let with_node: Vec<&BlockDevice> = topo.devices.iter().filter(|d| d.home_node.is_some()).collect();
+    let with_node: Vec<&BlockDevice> = topo
+        .devices
+        .iter()
+        .filter(|d| d.home_node.is_some())
+        .collect();
     let chosen: Vec<&BlockDevice> = if names.is_empty() {
         with_node
     } else {
@@ -124,7 +128,11 @@ mod tests {
             .map(|(i, row)| Node {
                 id: i as u32,
                 cpus: cpus[i].to_vec(),
-                distances: row.iter().enumerate().map(|(j, &d)| (j as u32, d)).collect(),
+                distances: row
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &d)| (j as u32, d))
+                    .collect(),
             })
             .collect();
         Topology {
@@ -150,7 +158,12 @@ mod tests {
 
     fn four_nodes() -> Topology {
         topo(
-            &[&[10, 20, 30, 40], &[20, 10, 20, 30], &[30, 20, 10, 20], &[40, 30, 20, 10]],
+            &[
+                &[10, 20, 30, 40],
+                &[20, 10, 20, 30],
+                &[30, 20, 10, 20],
+                &[40, 30, 20, 10],
+            ],
             &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]],
             &[("nvme0n1", Some(1)), ("nvme1n1", Some(3)), ("vda", None)],
         )
@@ -178,7 +191,10 @@ mod tests {
     fn no_disk_with_a_node_is_an_error() {
         let t = topo(&[&[10]], &[&[0, 1]], &[("vda", None)]);
         let err = select_disks(&t, &[]).unwrap_err().to_string();
-        assert!(err.contains("nothing can be remote") && err.contains("vda"), "{err}");
+        assert!(
+            err.contains("nothing can be remote") && err.contains("vda"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -186,13 +202,20 @@ mod tests {
         let t = four_nodes();
         // Disk on node 3: node 2 is nearest (20), node 1 at 30, node 0 at 40.
         let table = spin_table(&t, &[(3, 100_000)]);
-        assert_eq!(table, vec![(3, 2, 100_000), (3, 1, 200_000), (3, 0, 300_000)]);
+        assert_eq!(
+            table,
+            vec![(3, 2, 100_000), (3, 1, 200_000), (3, 0, 300_000)]
+        );
         assert_eq!(nearest_remote(&t, 1), Some((0, 20)));
     }
 
     #[test]
     fn one_node_has_nothing_remote() {
-        let t = topo(&[&[10, 20], &[20, 10]], &[&[0, 1], &[]], &[("nvme0n1", Some(0))]);
+        let t = topo(
+            &[&[10, 20], &[20, 10]],
+            &[&[0, 1], &[]],
+            &[("nvme0n1", Some(0))],
+        );
         assert_eq!(nearest_remote(&t, 0), None);
         assert!(spin_table(&t, &[(0, 1000)]).is_empty());
     }

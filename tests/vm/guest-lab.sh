@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Guest script (run-in-vm.sh, 2n): the NUMA lab (tests/lab/remote-penalty)
+# gives remote block I/O the cost it has on real hardware, and every observer
+# sees it. Under EEVDF, one fio job (4k randread, psync) pinned to node 0
+# (remote to the NVMe) and to node 1 (local), alternating; fio's own mean
+# completion latency is the referee:
+#   O. lab off: remote / local within 1.0 +- 10 %;
+#   F. --factor 2.0: remote / local within 2.0 +- 15 %; the lab delayed as
+#      many requests as fio issued from node 0 and none of node 1's;
+#   U. --us 300 on the block_rq_issue fallback: the lab's mean spin is 300-345
+#      us (never short; long only when the host preempts the vCPU) and fio
+#      sees remote - local >= 270 us;
+#   N. --factor 2.0 under scx_esn (learning, no state): one fio job pinned to
+#      each node: the controller's measured P_numa for node 1 (device latency,
+#      remote over local) reads at least 1.6;
+#   Z. the lab exits 0 on SIGINT and leaves nothing attached (the pinned ratio
+#      after it is back near 1.0).
+# Environment: ESN_LAB_ROUNDS (5), ESN_LAB_SECS (3) per side and round.
+set -uo pipefail
+# shellcheck source=tests/vm/guest-lib.sh
+. "${ESN_REPO:?}/tests/vm/guest-lib.sh"
+
+bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
+rounds=${ESN_LAB_ROUNDS:-5}
+secs=${ESN_LAB_SECS:-3}
+remote_cpus=0-1 local_cpus=2-3
+
+cleanup() { lab_stop; sched_kill; }
+trap cleanup EXIT
+
+dev=$(nvme_dev_on_node 1) || { check "NVMe on node 1" 0 "none found"; finish; }
+say "device $dev on node 1; remote CPUs $remote_cpus, local $local_cpus"
+
+# ---- O. lab off --------------------------------------------------------------
+# A first short run, not judged: the first fio of a boot pays for loading fio
+# over 9p and warming the guest.
+fio_randread_args "$dev" 1 2 >/dev/null
+"${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1
+fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
+ok=0; within "$PAIR_RATIO" 0.9 1.1 && ok=1
+check "O lab off: remote/local clat within 1.0 +-10 %" "$ok" \
+	"ratio $PAIR_RATIO (local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us)"
+off_local=$PAIR_LOCAL_US
+
+# ---- F. --factor 2.0 -----------------------------------------------------------
+if lab_start --factor 2.0; then
+	fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
+	lab_stop
+	ok=0; within "$PAIR_RATIO" 1.7 2.3 && ok=1
+	check "F --factor 2.0: remote/local clat within 2.0 +-15 %" "$ok" \
+		"ratio $PAIR_RATIO (local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us); $LAB_LINE"
+	# fio's I/Os are all the NVMe saw; the lab counts requests (one per 4k read).
+	ok=0
+	((LAB_RC == 0)) && within "$LAB_REMOTE" "$((PAIR_REMOTE_IOS * 99 / 100))" "$((PAIR_REMOTE_IOS * 101 / 100 + 5))" &&
+		within "$LAB_LOCAL" "$((PAIR_LOCAL_IOS * 99 / 100))" "$((PAIR_LOCAL_IOS * 101 / 100 + 5))" && ok=1
+	check "F the lab delayed exactly the remote requests" "$ok" \
+		"delayed $LAB_REMOTE (fio remote I/Os $PAIR_REMOTE_IOS), mean $LAB_MEAN_US us; local seen $LAB_LOCAL (fio local I/Os $PAIR_LOCAL_IOS); exit $LAB_RC"
+else
+	check "F lab --factor 2.0 starts" 0 "$LAB_LINE"
+fi
+
+# ---- U. --us 300 on the tracepoint fallback -------------------------------------
+if lab_start --us 300 --tracepoint; then
+	fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" 2 "$secs"
+	lab_stop
+	extra=$(awk -v r="$PAIR_REMOTE_US" -v l="$PAIR_LOCAL_US" 'BEGIN { printf "%.1f", r - l }')
+	# A spin ends at the first clock read past its deadline: never short, and
+	# long only by a preempted vCPU. fio must see at least the spin.
+	ok=0; [[ $LAB_LINE == *block_rq_issue* ]] && within "$LAB_MEAN_US" 300 345 && within "$extra" 270 100000 &&
+		((LAB_RC == 0)) && ok=1
+	check "U --us 300 --tracepoint: spins 300-345 us, fio sees >= 270 us more" "$ok" \
+		"mean spin $LAB_MEAN_US us over $LAB_REMOTE requests; fio remote - local $extra us (local $PAIR_LOCAL_US, remote $PAIR_REMOTE_US); $LAB_LINE"
+else
+	check "U lab --us 300 --tracepoint starts" 0 "$LAB_LINE"
+fi
+
+# ---- N. scx_esn's own P_numa in the lab ------------------------------------------
+# One job pinned to each node, so node 1's disk sees local and remote requests
+# side by side, as in the pinned pairs above.
+if lab_start --factor 2.0; then
+	out=$ESN_WORK/sched-N.stdout err=$ESN_WORK/sched-N.stderr
+	if sched_start "$out" "$err" 60 "$bin" --stats 1 --control-interval 1 --no-state; then
+		fios=()
+		for cpus in "$remote_cpus" "$local_cpus"; do
+			fio_randread_args "$dev" 1 25 --cpus_allowed="$cpus"
+			"${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1 &
+			fios+=($!)
+		done
+		wait "${fios[@]}"
+		kill -INT "$sched_pid"
+		sched_wait_exit 30 || sched_kill
+		# The last "measured" reading of node 1 (the controller's own line).
+		pn=$(sed -n 's/^control n1: .*P_numa \([0-9.]*\) measured.*/\1/p' "$out" | tail -n1)
+		ok=0; [[ -n $pn ]] && within "$pn" 1.6 100 && ok=1
+		check "N scx_esn's measured P_numa in the lab at 2.0 >= 1.6" "$ok" \
+			"P_numa ${pn:-never measured} (last 'control n1' line: $(grep '^control n1:' "$out" | tail -n1))"
+	else
+		check "N scx_esn loads" 0 "$SCHED_WHY"
+	fi
+	lab_stop
+else
+	check "N lab --factor 2.0 starts" 0 "$LAB_LINE"
+fi
+
+# ---- Z. removed: back to no penalty ----------------------------------------------
+fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
+ok=0; within "$PAIR_RATIO" 0.85 1.15 && ok=1
+check "Z after the lab exits: remote/local back near 1.0" "$ok" \
+	"ratio $PAIR_RATIO (local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; O's local $off_local us)"
+
+finish
