@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `--factor F` needs the local and remote latency of a request, as a reader sees
 //! them, before any penalty is active: measured here with the load fio's 4k random
-//! direct reads put on the disk (one thread, pread, O_DIRECT), pinned first to a CPU
-//! of the disk's node and then to one of the nearest other node.
+//! direct reads put on the disk (one thread, pread, O_DIRECT), pinned first to the
+//! CPUs of the disk's node and then to those of the nearest other node, as
+//! `fio --cpus_allowed` pins a job.
 //!
 //! ```text
 //!   for round in 1..=ROUNDS:  local slice (pinned) ─► remote slice (pinned)
@@ -21,7 +22,7 @@ const BLOCK: usize = 4096;
 /// Reads go to the first GiB at most: far larger than any cache between us and
 /// the device is irrelevant (O_DIRECT), and small sparse test images stay cheap.
 const SPAN: u64 = 1 << 30;
-const ROUNDS: u32 = 8;
+const ROUNDS: u32 = 12;
 
 /// Mean latency of one 4k direct read, in ns.
 #[derive(Debug, Clone, Copy)]
@@ -46,18 +47,20 @@ impl Aligned {
     }
 }
 
-fn pin_to(cpu: u32) -> Result<()> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET bounds-checks nothing,
-    // so the id is checked against the set's size first.
+fn pin_to(cpus: &[u32]) -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET does no bounds
+    // check, so every id is checked against the set's size first.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            bail!("CPU {cpu} is beyond what sched_setaffinity takes here");
+        for &cpu in cpus {
+            if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+                bail!("CPU {cpu} is beyond what sched_setaffinity takes here");
+            }
+            libc::CPU_SET(cpu as usize, &mut set);
         }
-        libc::CPU_SET(cpu as usize, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             bail!(
-                "cannot pin the calibration thread to CPU {cpu}: {} (is this process's \
+                "cannot pin the calibration thread to CPUs {cpus:?}: {} (is this process's \
                  affinity restricted? run it with every CPU allowed, or use --us)",
                 std::io::Error::last_os_error()
             );
@@ -74,15 +77,15 @@ fn next_offset(state: &mut u64, blocks: u64) -> u64 {
     (*state % blocks) * BLOCK as u64
 }
 
-/// Reads for `slice` pinned to `cpu`; returns (reads, total ns).
+/// Reads for `slice` pinned to `cpus`; returns (reads, total ns).
 fn read_slice(
     file: &File,
-    cpu: u32,
+    cpus: &[u32],
     slice: Duration,
     blocks: u64,
     seed: &mut u64,
 ) -> Result<(u64, u128)> {
-    pin_to(cpu)?;
+    pin_to(cpus)?;
     let mut buf = Aligned::new();
     let (mut n, mut total) = (0u64, 0u128);
     let end = Instant::now() + slice;
@@ -97,9 +100,14 @@ fn read_slice(
     Ok((n, total))
 }
 
-/// Measures `/dev/<disk>` from `local_cpu` and `remote_cpu`, `total` split evenly.
+/// Measures `/dev/<disk>` from `local_cpus` and `remote_cpus`, `total` split evenly.
 /// Runs on a thread of its own, so the caller's affinity is left as it was.
-pub fn measure(disk: &str, local_cpu: u32, remote_cpu: u32, total: Duration) -> Result<Latencies> {
+pub fn measure(
+    disk: &str,
+    local_cpus: &[u32],
+    remote_cpus: &[u32],
+    total: Duration,
+) -> Result<Latencies> {
     let path = format!("/dev/{disk}");
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -119,13 +127,19 @@ pub fn measure(disk: &str, local_cpu: u32, remote_cpu: u32, total: Duration) -> 
         s.spawn(|| {
             let mut seed = 0x9e37_79b9_7f4a_7c15u64;
             let (mut ln, mut lt, mut rn, mut rt) = (0u64, 0u128, 0u64, 0u128);
-            for _ in 0..ROUNDS {
-                let (n, t) = read_slice(&file, local_cpu, slice, blocks, &mut seed)?;
-                ln += n;
-                lt += t;
-                let (n, t) = read_slice(&file, remote_cpu, slice, blocks, &mut seed)?;
-                rn += n;
-                rt += t;
+            for round in 0..ROUNDS {
+                // ABBA: which side goes first alternates, so a linear drift cancels.
+                for remote in [round % 2 == 1, round % 2 == 0] {
+                    let cpus = if remote { remote_cpus } else { local_cpus };
+                    let (n, t) = read_slice(&file, cpus, slice, blocks, &mut seed)?;
+                    if remote {
+                        rn += n;
+                        rt += t;
+                    } else {
+                        ln += n;
+                        lt += t;
+                    }
+                }
             }
             if ln == 0 || rn == 0 {
                 bail!("no calibration read finished on {path} in {total:?}");

@@ -68,14 +68,22 @@ struct Opts {
     tracepoint: bool,
 }
 
+struct Probe {
+    disk: String,
+    local_cpus: Vec<u32>,
+    remote_cpus: Vec<u32>,
+    ratio_off: f64,
+}
+
 /// The spin at the nearest distance for one disk node, and where it came from.
 struct NodeSpin {
     node: u32,
     nearest: (u32, u32),
     spin_ns: u64,
     how: String,
-    /// --factor: (disk, local CPU, remote CPU) to measure again with the spin on.
-    probe: Option<(String, u32, u32)>,
+    /// --factor: the disk, the local and remote CPUs, and the ratio measured with
+    /// the lab off, to measure again with the spin on.
+    probe: Option<Probe>,
 }
 
 fn check_args(opts: &Opts) -> Result<()> {
@@ -117,35 +125,42 @@ fn spins(topo: &Topology, disks: &[LabDisk], opts: &Opts) -> Result<Vec<NodeSpin
         let (spin_ns, how) = match (opts.us, opts.factor) {
             (Some(us), _) => ((us * 1000.0).round() as u64, format!("--us {us}")),
             (None, Some(factor)) => {
-                let node = topo.node(disk.node).context("disk node vanished")?;
-                let Some(&local_cpu) = node.cpus.first() else {
+                let local_cpus = topo
+                    .node(disk.node)
+                    .map(|n| n.cpus.clone())
+                    .unwrap_or_default();
+                if local_cpus.is_empty() {
                     bail!(
                         "{} is on node {}, which has no CPUs: there is no local latency \
                          to scale; use --us",
                         disk.name,
                         disk.node
                     );
-                };
-                let remote_cpu = topo
+                }
+                let remote_cpus = topo
                     .node(nearest.0)
-                    .and_then(|n| n.cpus.first().copied())
-                    .context("nearest node has no CPUs")?;
+                    .map(|n| n.cpus.clone())
+                    .unwrap_or_default();
                 let lat = calibrate::measure(
                     &disk.name,
-                    local_cpu,
-                    remote_cpu,
+                    &local_cpus,
+                    &remote_cpus,
                     Duration::from_secs_f64(opts.calibrate_secs),
                 )?;
                 let spin = plan::spin_for_factor(factor, lat.local_ns, lat.remote_ns);
                 let how = format!(
-                    "factor {factor:.2} over {}: lab off local {:.0} us, remote {:.0} us (cpu \
-                     {local_cpu} vs {remote_cpu}, {} reads)",
+                    "factor {factor:.2} over {}: lab off local {:.0} us, remote {:.0} us ({} reads)",
                     disk.name,
                     lat.local_ns / 1e3,
                     lat.remote_ns / 1e3,
                     lat.reads
                 );
-                probe = Some((disk.name.clone(), local_cpu, remote_cpu));
+                probe = Some(Probe {
+                    disk: disk.name.clone(),
+                    local_cpus,
+                    remote_cpus,
+                    ratio_off: lat.remote_ns / lat.local_ns,
+                });
                 (spin, how)
             }
             (None, None) => bail!("give --us N or --factor F"),
@@ -224,43 +239,33 @@ fn write_spins(skel: &LabSkel, table: &[(u32, u32, u64)]) -> Result<()> {
     Ok(())
 }
 
-/// --factor, second pass: with the spin in place, measure again and correct the
-/// spin by what is still missing (or too much). On an emulator a spinning vCPU
-/// also slows the vCPUs that serve the request, so the first estimate is short.
-fn refine(
-    skel: &LabSkel,
-    topo: &Topology,
-    spins: &mut [NodeSpin],
-    opts: &Opts,
-) -> Result<Vec<(u32, u32, u64)>> {
+/// --factor, second pass: with the spin in place, measure the ratio again and scale
+/// the spin along the line through the two (spin, ratio) points. On an emulator a
+/// spinning vCPU also slows the vCPUs that serve the request, so the first
+/// estimate is off; ratios, each measured interleaved, are what drift leaves alone.
+fn refine(skel: &LabSkel, topo: &Topology, spins: &mut [NodeSpin], opts: &Opts) -> Result<()> {
     let Some(factor) = opts.factor else {
-        return Ok(plan::spin_table(topo, &base_of(spins)));
+        return Ok(());
     };
     for s in spins.iter_mut() {
-        let Some((disk, local_cpu, remote_cpu)) = &s.probe else {
+        let Some(p) = &s.probe else { continue };
+        if s.spin_ns == 0 {
             continue;
-        };
-        let lat = calibrate::measure(
-            disk,
-            *local_cpu,
-            *remote_cpu,
-            Duration::from_secs_f64(opts.calibrate_secs),
-        )?;
-        let missing = factor * lat.local_ns - lat.remote_ns;
+        }
+        let total = Duration::from_secs_f64(opts.calibrate_secs);
+        let lat = calibrate::measure(&p.disk, &p.local_cpus, &p.remote_cpus, total)?;
+        let ratio_on = lat.remote_ns / lat.local_ns;
         let before = s.spin_ns;
-        s.spin_ns = (before as f64 + missing).max(0.0).round() as u64;
+        s.spin_ns = plan::refine_spin(before, factor, p.ratio_off, ratio_on, lat.local_ns);
         s.how += &format!(
-            "; with {:.0} us spin: local {:.0} us, remote {:.0} us ({:.2}x) -> {:.0} us",
+            "; with {:.0} us spin: local {:.0} us, remote {:.0} us ({ratio_on:.2}x) -> {:.0} us",
             before as f64 / 1e3,
             lat.local_ns / 1e3,
             lat.remote_ns / 1e3,
-            lat.remote_ns / lat.local_ns,
             s.spin_ns as f64 / 1e3
         );
     }
-    let table = plan::spin_table(topo, &base_of(spins));
-    write_spins(skel, &table)?;
-    Ok(table)
+    write_spins(skel, &plan::spin_table(topo, &base_of(spins)))
 }
 
 fn base_of(spins: &[NodeSpin]) -> Vec<(u32, u64)> {
