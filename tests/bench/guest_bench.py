@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The NUMA benchmark, inside the VM (started by guest-bench.sh).
+
+Every scheduler on the same loads, in one boot, interleaved:
+
+    for penalty in PENALTIES:            lab off, or tests/lab/remote-penalty --factor F
+      for rep in 1..REPEATS:
+        for load in LOADS:
+          for sched in SCHEDULERS (rotated by rep, so none is always first):
+            load sched (none for EEVDF) -> run the load -> unload -> one "point" line
+
+A point's figures come from outside the scheduler: fio's JSON (IOPS, p50/p99
+completion latency), a bpftrace referee counting every bio by the node that
+submitted it (tests/bench/bio-dev-node.bt), the guest's /proc/stat (CPU time per
+I/O, busy time of nodes without a device), stress-ng, hackbench and cyclictest.
+Only the threshold scx_esn learned comes from scx_esn itself (its --stats lines).
+The window of every figure is the same: from the end of fio's ramp to its end.
+
+Writes RAW (JSON lines: one "meta", one "lab" per penalty, one "point" per
+measurement) for tests/bench/report.py. Never stops at a failed point: it is
+recorded with its error and the run goes on.
+
+Environment (set by numa-bench.sh): BENCH_RAW (output), BENCH_MODE
+(full|quick|smoke), BENCH_PENALTIES, BENCH_REPEATS, BENCH_LOADS,
+BENCH_SCHEDULERS, BENCH_RUNTIME, BENCH_RAMP, ESN_REPO.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+
+REPO = os.environ["ESN_REPO"]
+WORK = os.environ.get("ESN_WORK", "/tmp/esn-work")
+ESN = os.path.join(REPO, "target/release/scx_esn")
+LAB = os.path.join(REPO, "tests/lab/remote-penalty")
+PEERS = os.path.join(REPO, "build/peers/bin")
+BT_SCRIPT = os.path.join(REPO, "tests/bench/bio-dev-node.bt")
+
+
+def log(msg):
+    up = float(open("/proc/uptime").read().split()[0])
+    print(f"[{up:7.1f}] {msg}", flush=True)
+
+
+def env_list(name, default):
+    return os.environ.get(name, default).split()
+
+
+# ------------------------------------------------------------------ topology --
+def read_topology():
+    nodes = []
+    base = "/sys/devices/system/node"
+    for entry in sorted(os.listdir(base)):
+        m = re.fullmatch(r"node(\d+)", entry)
+        if not m:
+            continue
+        cpus = []
+        for part in open(f"{base}/{entry}/cpulist").read().strip().split(","):
+            if part:
+                lo, _, hi = part.partition("-")
+                cpus += range(int(lo), int(hi or lo) + 1)
+        nodes.append({"id": int(m.group(1)), "cpus": cpus})
+    nodes.sort(key=lambda n: n["id"])
+    devices = []
+    for ctrl in sorted(os.listdir("/sys/class/nvme")):
+        node = int(open(f"/sys/class/nvme/{ctrl}/device/numa_node").read())
+        for ns in sorted(os.listdir(f"/sys/class/nvme/{ctrl}")):
+            if re.fullmatch(r"nvme\d+n\d+", ns):
+                major, minor = open(f"/sys/block/{ns}/dev").read().strip().split(":")
+                devices.append({"name": ns, "node": node,
+                                "devt": (int(major) << 20) | int(minor)})
+    return nodes, devices
+
+
+def cpu_times():
+    """Per CPU (busy, total) jiffies; idle and iowait are not busy."""
+    out = {}
+    for line in open("/proc/stat"):
+        m = re.match(r"cpu(\d+) (.*)", line)
+        if m:
+            v = [int(x) for x in m.group(2).split()[:8]]
+            out[int(m.group(1))] = (sum(v) - v[3] - v[4], sum(v))
+    return out
+
+
+# ------------------------------------------------------------------ referee --
+class BioReferee:
+    """One bpftrace for the whole boot: cumulative bios per (dev, node)."""
+
+    def __init__(self):
+        self.path = os.path.join(WORK, "bench-bpftrace.out")
+        self.proc = subprocess.Popen(
+            ["bpftrace", "-B", "line", BT_SCRIPT], stdout=open(self.path, "w"),
+            stderr=subprocess.STDOUT)
+        deadline = time.time() + 180
+        while self.ticks() < 1:
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("bpftrace did not attach: " + open(self.path).read()[-500:])
+            time.sleep(0.5)
+
+    def _blocks(self):
+        """(tick, {(dev, node): count}) for every complete snapshot so far."""
+        blocks, cur = [], {}
+        for line in open(self.path):
+            m = re.match(r"@bios\[(\d+), (\d+)\]: (\d+)", line)
+            if m:
+                cur[(int(m.group(1)), int(m.group(2)))] = int(m.group(3))
+                continue
+            m = re.match(r"ESN_TICK (\d+)", line)
+            if m:
+                blocks.append((int(m.group(1)), cur))
+                cur = {}
+        return blocks
+
+    def ticks(self):
+        return len(self._blocks())
+
+    def snapshot(self):
+        """The counts at the next tick from now (bpftrace prints each second)."""
+        n = self.ticks()
+        deadline = time.time() + 10
+        while self.ticks() < n + 1 and time.time() < deadline:
+            time.sleep(0.2)
+        blocks = self._blocks()
+        return blocks[-1][1] if blocks else {}
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+# --------------------------------------------------------------- schedulers --
+def sx_state():
+    try:
+        return open("/sys/kernel/sched_ext/state").read().strip()
+    except OSError:
+        return "missing"
+
+
+def sx_ops():
+    try:
+        return open("/sys/kernel/sched_ext/root/ops").read().strip()
+    except OSError:
+        return ""
+
+
+def wait_disabled(limit):
+    deadline = time.time() + limit
+    while sx_state() != "disabled" and time.time() < deadline:
+        time.sleep(0.2)
+    return sx_state() == "disabled"
+
+
+def sched_command(name):
+    if name == "eevdf":
+        return None
+    if name == "esn":
+        return [ESN, "--no-state", "--stats", "1", "--control-interval", "1"]
+    m = re.fullmatch(r"esn-t(\d+)", name)
+    if m:
+        return [ESN, "--threshold", m.group(1), "--no-state", "--stats", "1"]
+    return [os.path.join(PEERS, name)]
+
+
+class Scheduler:
+    """A sched_ext scheduler in the background, up when sched_ext says so."""
+
+    def __init__(self, name, tag):
+        self.name, self.proc = name, None
+        self.out = os.path.join(WORK, f"sched-{tag}.out")
+        cmd = sched_command(name)
+        self.load_s = 0.0
+        if cmd is None:
+            return
+        if not wait_disabled(30):
+            raise RuntimeError(f"sched_ext still '{sx_state()}' from the previous scheduler")
+        t0 = time.time()
+        self.proc = subprocess.Popen(cmd, stdout=open(self.out, "w"), stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        want = "esn" if name.startswith("esn") else name.removeprefix("scx_")
+        while time.time() - t0 < 120:
+            if sx_state() == "enabled" and sx_ops().startswith(want):
+                self.load_s = time.time() - t0
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        tail = open(self.out).read()[-400:]
+        self.stop()
+        raise RuntimeError(f"{name} did not load (state {sx_state()}, ops '{sx_ops()}'): {tail}")
+
+    def alive(self):
+        return self.proc is None or (self.proc.poll() is None and sx_state() == "enabled")
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        wait_disabled(30)
+
+    def learned_thresholds(self):
+        """The last 'control nN: threshold T' per node (exploration taken out)."""
+        out = {}
+        for line in open(self.out, errors="replace"):
+            m = re.match(r"control n(\d+): threshold (\d+)( \(exploring\))?", line)
+            if m:
+                out[m.group(1)] = int(m.group(2)) - (1 if m.group(3) else 0)
+        return out
+
+
+# -------------------------------------------------------------------- loads --
+def load_spec(name):
+    """(kind, jobs per device, engine, iodepth) of a load name."""
+    m = re.fullmatch(r"(hog-)?io-(\d+)", name)
+    if m:
+        return ("hog-io" if m.group(1) else "io", int(m.group(2)), "psync", 1)
+    m = re.fullmatch(r"aio-(\d+)", name)
+    if m:
+        return ("io", 1, "libaio", int(m.group(1)))
+    if name in ("cpu", "hackbench", "wakeup"):
+        return (name, None, None, None)
+    raise ValueError(f"unknown load {name}")
+
+
+def fio_command(devices, jobs, engine, iodepth, runtime, ramp, out):
+    cmd = ["fio", "--output-format=json", f"--output={out}", "--group_reporting"]
+    for i, d in enumerate(devices):
+        cmd += [f"--name=d{i}", f"--filename=/dev/{d['name']}", "--readonly",
+                "--rw=randread", "--bs=4k", "--direct=1", f"--ioengine={engine}",
+                f"--iodepth={iodepth}", f"--numjobs={jobs}", "--time_based",
+                f"--runtime={runtime}", f"--ramp_time={ramp}"]
+    return cmd
+
+
+def parse_fio(path):
+    j = json.load(open(path))["jobs"][0]["read"]
+    pct = j["clat_ns"].get("percentile", {})
+    return {
+        "iops": j["iops"],
+        "ios": j["total_ios"],
+        "p50_us": pct.get("50.000000", 0) / 1e3 or None,
+        "p99_us": pct.get("99.000000", 0) / 1e3 or None,
+    }
+
+
+def parse_stress_ng(text):
+    # "stress-ng: info:  [pid] cpu  1234  10.00  19.0  0.1  123.40  64.9" (metrics-brief)
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 9 and f[3] == "cpu" and re.fullmatch(r"[\d.]+", f[7]):
+            return float(f[7])
+    return None
+
+
+def hog_command(ncpus, secs):
+    return ["stress-ng", "--cpu", str(ncpus), "--timeout", f"{secs}s", "--metrics-brief",
+            "--temp-path", WORK]
+
+
+def window_figures(before, after, nodes, devices, bios0, bios1):
+    """CPU and locality figures over one window of a point."""
+    busy = sum(after[c][0] - before[c][0] for c in after if c in before)
+    dev_nodes = {d["node"] for d in devices}
+    node_busy = {}
+    for n in nodes:
+        b = sum(after[c][0] - before[c][0] for c in n["cpus"] if c in after and c in before)
+        t = sum(after[c][1] - before[c][1] for c in n["cpus"] if c in after and c in before)
+        if t:
+            node_busy[str(n["id"])] = 100.0 * b / t
+    idle = [node_busy[str(n["id"])] for n in nodes
+            if n["id"] not in dev_nodes and str(n["id"]) in node_busy]
+    local = total = 0
+    for d in devices:
+        for (dev, node), cnt in bios1.items():
+            if dev != d["devt"]:
+                continue
+            delta = cnt - bios0.get((dev, node), 0)
+            total += delta
+            if node == d["node"]:
+                local += delta
+    hz = os.sysconf("SC_CLK_TCK")
+    return {
+        "busy_cpu_s": busy / hz,
+        "node_busy_pct": node_busy,
+        "idle_nodes_busy_pct": sum(idle) / len(idle) if idle else None,
+        "bios": total,
+        "local_share_pct": 100.0 * local / total if total else None,
+    }
+
+
+def run_point(load, sched_name, ctx):
+    kind, jobs, engine, iodepth = load_spec(load)
+    runtime, ramp = ctx["runtime"], ctx["ramp"]
+    ncpus = sum(len(n["cpus"]) for n in ctx["nodes"])
+    tag = f"{ctx['penalty']}-{ctx['rep']}-{load}-{sched_name}"
+    point = {"kind": "point", "penalty": ctx["penalty"], "rep": ctx["rep"], "load": load,
+             "load_kind": kind, "jobs": jobs, "sched": sched_name, "ok": False}
+    sched = Scheduler(sched_name, tag)
+    point["sched_load_s"] = round(sched.load_s, 2)
+    procs = {}
+    try:
+        fio_json = os.path.join(WORK, f"fio-{tag}.json")
+        if kind in ("io", "hog-io"):
+            procs["fio"] = subprocess.Popen(
+                fio_command(ctx["devices"], jobs, engine, iodepth, runtime, ramp, fio_json),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if kind in ("hog-io", "cpu"):
+            procs["hog"] = subprocess.Popen(hog_command(ncpus, runtime + ramp), stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, text=True)
+        if kind == "hackbench":
+            procs["hackbench"] = subprocess.Popen(["hackbench", "-g", "4", "-l", "300"],
+                                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                  text=True)
+        if kind == "wakeup":
+            procs["cyclictest"] = subprocess.Popen(
+                ["cyclictest", "-q", "--policy=other", "-t", str(ncpus), "-i", "1000",
+                 "-D", f"{runtime + ramp}", "--default-system"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(ramp)
+        stat0, bios0 = cpu_times(), ctx["referee"].snapshot()
+        t0 = time.time()
+        outputs = {}
+        for name, p in procs.items():
+            try:
+                outputs[name] = p.communicate(timeout=runtime + ramp + 120)[1 if name == "fio" else 0]
+            except subprocess.TimeoutExpired:
+                p.kill()
+                outputs[name] = p.communicate()[1 if name == "fio" else 0]
+                raise RuntimeError(f"{name} did not finish in time")
+            if p.returncode != 0:
+                raise RuntimeError(f"{name} exit {p.returncode}: {(outputs[name] or '')[-300:]}")
+        stat1, bios1 = cpu_times(), ctx["referee"].snapshot()
+        point["window_s"] = round(time.time() - t0, 2)
+        if not sched.alive():
+            raise RuntimeError(f"{sched_name} died during the point: {open(sched.out).read()[-300:]}")
+        win = window_figures(stat0, stat1, ctx["nodes"], ctx["devices"], bios0, bios1)
+        point["node_busy_pct"] = win["node_busy_pct"]
+        point["idle_nodes_busy_pct"] = win["idle_nodes_busy_pct"]
+        if "fio" in procs:
+            point.update(parse_fio(fio_json))
+            point["bios"] = win["bios"]
+            point["local_share_pct"] = win["local_share_pct"]
+            if point["ios"]:
+                point["cpu_per_io_us"] = 1e6 * win["busy_cpu_s"] / point["ios"]
+        if "hog" in procs:
+            point["cpu_ops_per_s"] = parse_stress_ng(outputs["hog"])
+        if "hackbench" in procs:
+            m = re.search(r"Time: ([\d.]+)", outputs["hackbench"])
+            point["hackbench_s"] = float(m.group(1)) if m else None
+        if "cyclictest" in procs:
+            avg = [int(x) for x in re.findall(r"Avg:\s+(\d+)", outputs["cyclictest"])]
+            mx = [int(x) for x in re.findall(r"Max:\s+(\d+)", outputs["cyclictest"])]
+            point["wakeup_avg_us"] = sum(avg) / len(avg) if avg else None
+            point["wakeup_max_us"] = max(mx) if mx else None
+        if sched_name == "esn":
+            point["threshold"] = sched.learned_thresholds()
+        point["ok"] = True
+    except Exception as e:  # noqa: BLE001 - a failed point is data, the run goes on
+        point["error"] = str(e)[-500:]
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+    finally:
+        sched.stop()
+    return point
+
+
+# ----------------------------------------------------------------------- lab --
+class Lab:
+    def __init__(self, penalty):
+        self.proc, self.line, self.exit = None, "", ""
+        if penalty == "off":
+            self.line = "lab off"
+            return
+        self.err = os.path.join(WORK, f"lab-{penalty}.err")
+        self.outp = os.path.join(WORK, f"lab-{penalty}.out")
+        self.proc = subprocess.Popen([LAB, "--factor", penalty], stdout=open(self.outp, "w"),
+                                     stderr=open(self.err, "w"), stdin=subprocess.DEVNULL)
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            text = open(self.outp).read()
+            if "remote-penalty: active" in text:
+                self.line = text.strip().splitlines()[0]
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        raise RuntimeError(f"lab --factor {penalty} did not start: {open(self.err).read()[-400:]}")
+
+    def stop(self):
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.exit = open(self.err).read().strip().splitlines()[-1:] or [""]
+        self.exit = self.exit[0]
+
+
+# ---------------------------------------------------------------------- main --
+def main():
+    raw_path = os.environ["BENCH_RAW"]
+    os.makedirs(WORK, exist_ok=True)
+    nodes, devices = read_topology()
+    if not devices:
+        sys.exit("bench: no NVMe device in the guest")
+    dev_node_cpus = min(len(n["cpus"]) for n in nodes if n["id"] in {d["node"] for d in devices})
+    scheds = []
+    for s in env_list("BENCH_SCHEDULERS", "eevdf esn oracle scx_bpfland scx_rusty scx_cosmos"):
+        if s == "oracle":
+            scheds += [f"esn-t{n}" for n in range(1, dev_node_cpus + 1)]
+        else:
+            scheds.append(s)
+    penalties = env_list("BENCH_PENALTIES", "off 2.0")
+    # Penalties where only EEVDF and learned scx_esn run (the full run's 1.1).
+    light = env_list("BENCH_LIGHT_PENALTIES", "")
+    loads = env_list("BENCH_LOADS", "io-1 io-2 io-4 io-8")
+    # Loads that do not depend on the lab's penalty run at the first penalty only.
+    no_penalty_loads = {"cpu", "hackbench", "wakeup"}
+    repeats = int(os.environ.get("BENCH_REPEATS", "3"))
+    ctx = {"nodes": nodes, "devices": devices,
+           "runtime": int(os.environ.get("BENCH_RUNTIME", "20")),
+           "ramp": int(os.environ.get("BENCH_RAMP", "3"))}
+    peers = {s: _peer_version(s) for s in scheds if s.startswith("scx_")}
+    meta = {"kind": "meta", "topology": os.environ.get("ESN_VM_TOPOLOGY", "?"),
+            "kernel": os.uname().release, "date": datetime.now(timezone.utc).date().isoformat(),
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "nodes": nodes, "devices": [{"name": d["name"], "node": d["node"]} for d in devices],
+            "schedulers": scheds, "loads": loads, "penalties": penalties + light,
+            "light_penalties": light, "repeats": repeats, "runtime_s": ctx["runtime"],
+            "ramp_s": ctx["ramp"], "mode": os.environ.get("BENCH_MODE", "full"), "peers": peers}
+    raw = open(raw_path, "w")
+
+    def emit(obj):
+        raw.write(json.dumps(obj) + "\n")
+        raw.flush()
+
+    emit(meta)
+    log(f"bench: {meta['topology']} nodes {nodes} devices {devices}")
+    log(f"bench: schedulers {scheds}; loads {loads}; penalties {penalties} (+light {light}); "
+        f"{repeats} repeats; {ctx['runtime']} s + {ctx['ramp']} s ramp")
+    ctx["referee"] = BioReferee()
+    log("bench: bpftrace referee attached")
+    n_ok = n_fail = 0
+    for pi, penalty in enumerate(penalties + light):
+        ctx["penalty"] = penalty
+        try:
+            lab = Lab(penalty)
+        except RuntimeError as e:
+            log(f"bench: {e}")
+            emit({"kind": "lab", "penalty": penalty, "line": f"FAILED: {e}", "exit": ""})
+            continue
+        log(f"bench: penalty {penalty}: {lab.line}")
+        block_scheds = ["eevdf", "esn"] if penalty in light else scheds
+        for rep in range(1, repeats + 1):
+            ctx["rep"] = rep
+            for load in loads:
+                if load in no_penalty_loads and pi > 0:
+                    continue
+                k = (rep - 1) % len(block_scheds)
+                for sched_name in block_scheds[k:] + block_scheds[:k]:
+                    t0 = time.time()
+                    point = run_point(load, sched_name, ctx)
+                    emit(point)
+                    n_ok += point["ok"]
+                    n_fail += not point["ok"]
+                    figs = " ".join(f"{f}={point[f]:.1f}" for f in
+                                    ("iops", "p99_us", "local_share_pct", "cpu_ops_per_s",
+                                     "hackbench_s", "wakeup_avg_us")
+                                    if isinstance(point.get(f), (int, float)))
+                    log(f"point {penalty} r{rep} {load:10s} {sched_name:12s} "
+                        f"{'ok ' if point['ok'] else 'FAIL'} {time.time() - t0:5.1f}s {figs} "
+                        f"{point.get('threshold', '')} {point.get('error', '')}")
+        lab.stop()
+        emit({"kind": "lab", "penalty": penalty, "line": lab.line, "exit": lab.exit})
+    ctx["referee"].stop()
+    meta_end = {"kind": "end", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "points_ok": n_ok, "points_failed": n_fail}
+    emit(meta_end)
+    log(f"bench: done: {n_ok} points ok, {n_fail} failed")
+
+
+def _peer_version(name):
+    """The version in the cache directory the peer's link points into."""
+    target = os.path.realpath(os.path.join(PEERS, name))
+    m = re.search(rf"{re.escape(name)}-([\d.]+)/bin/", target)
+    return m.group(1) if m else "?"
+
+
+if __name__ == "__main__":
+    main()
