@@ -5,7 +5,10 @@
 #                   show scx_esn placing a real fio load
 #   make test       fresh machine: install, lint, unit tests, host BPF test,
 #                   VM proof
-#   make bench      BPF cost of `scx_esn observe` vs a bpftrace script (root)
+#   make bench      the NUMA benchmark (lab VM: scx_esn vs EEVDF, the oracle
+#                   thresholds and the sched_ext peers; ~3 h) and the BPF cost
+#                   of `scx_esn observe` vs a bpftrace script (root)
+#   make bench-quick  one topology, one penalty, one repeat (~20 min)
 #
 # The BPF side needs clang >= 16: BPF_CLANG picks it (Debian 12: clang-19).
 
@@ -14,7 +17,7 @@ export BPF_CLANG
 CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 
-.PHONY: all build deps lint unit host-test vm-test test demo bench clean
+.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick clean
 
 all: build
 
@@ -55,14 +58,24 @@ vm-test: build
 		ESN_KERNEL_OPTIONAL=1 tests/vm/run.sh scheduler
 	ESN_VM_DIR=$(CURDIR)/build/vm-old ESN_KERNEL_SUITE=$(OLD_KERNEL_SUITE) \
 		ESN_REQUIRE_SCHED_EXT=0 tests/vm/run.sh observe
+	tests/vm/run.sh lab
+
+# One point per scheduler of the NUMA benchmark, so it cannot rot (builds the
+# peer schedulers once: tests/bench/peers.sh).
+bench-smoke: build
+	BENCH_SMOKE=1 tests/bench/numa-bench.sh
 
 demo: deps build
 	tests/vm/demo.sh
 
-test: deps lint unit host-test vm-test
+test: deps lint unit host-test vm-test bench-smoke
 
 bench: build
+	tests/bench/numa-bench.sh
 	tests/bench/observe-cost.sh
+
+bench-quick: build
+	BENCH_QUICK=1 tests/bench/numa-bench.sh
 
 clean:
 	$(CARGO) clean

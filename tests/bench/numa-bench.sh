@@ -88,7 +88,7 @@ for topo in $topologies; do
 	grep -E '^\[ *[0-9.]+\] (point|bench)' "$raw_dir/log" 2>/dev/null | tail -n 200
 	awk -F'\t' '{ printf "  %-5s %-35s %s\n", $1, $2, $3 }' "$raw_dir/summary.tsv" 2>/dev/null
 	if [[ -s $raw_dir/raw.jsonl ]]; then
-		python3 "$here/report.py" "$raw_dir/raw.jsonl" "$md" "$plots" \
+		/usr/bin/python3 "$here/report.py" "$raw_dir/raw.jsonl" "$md" "$plots" \
 			--command "$([[ $mode != full ]] && echo "BENCH_${mode^^}=1 ")tests/bench/numa-bench.sh (BENCH_TOPOLOGIES=$topo)" ||
 			{ say "report.py failed on $raw_dir/raw.jsonl"; rc=1; }
 	fi
