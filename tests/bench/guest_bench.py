@@ -17,9 +17,15 @@ I/O, busy time of nodes without a device), stress-ng, hackbench and cyclictest.
 Only the threshold scx_esn learned comes from scx_esn itself (its --stats lines).
 The window of every figure is the same: from the end of fio's ramp to its end.
 
-Writes RAW (JSON lines: one "meta", one "lab" per penalty, one "point" per
-measurement) for tests/bench/report.py. Never stops at a failed point: it is
-recorded with its error and the run goes on.
+Writes RAW (JSON lines: one "meta", a "lab" line per penalty block, one
+"point" per measurement, "end" when done) for tests/bench/report.py. Never
+stops at a failed point: it is recorded with its error and the run goes on.
+
+Resumable: under TCG, each scheduler load or unload flips static keys, and
+about one flip in a hundred kills the guest (the "Oops: int3" text-poke race
+of tests/vm/README.md). A boot appends to RAW and skips every point already
+in it, so numa-bench.sh boots again until the "end" line is written; the
+interleaved order is kept, and the lab is calibrated again in the new boot.
 
 Environment (set by numa-bench.sh): BENCH_RAW (output), BENCH_MODE
 (full|quick|smoke), BENCH_PENALTIES, BENCH_REPEATS, BENCH_LOADS,
@@ -259,11 +265,12 @@ def parse_fio(path):
 
 
 def parse_stress_ng(text):
-    # "stress-ng: info:  [pid] cpu  1234  10.00  19.0  0.1  123.40  64.9" (metrics-brief)
+    # --metrics-brief: "stress-ng: info:  [pid] cpu  BOGO_OPS  REAL_S  USR_S  SYS_S
+    # OPS_PER_S_REAL  OPS_PER_S_CPU" (newer versions say "metrc:" for "info:").
     for line in text.splitlines():
         f = line.split()
-        if len(f) >= 9 and f[3] == "cpu" and re.fullmatch(r"[\d.]+", f[7]):
-            return float(f[7])
+        if len(f) >= 10 and f[3] == "cpu" and re.fullmatch(r"[\d.]+", f[8]):
+            return float(f[8])
     return None
 
 
@@ -359,6 +366,8 @@ def run_point(load, sched_name, ctx):
                 point["cpu_per_io_us"] = 1e6 * win["busy_cpu_s"] / point["ios"]
         if "hog" in procs:
             point["cpu_ops_per_s"] = parse_stress_ng(outputs["hog"])
+            with open(os.path.join(WORK, f"stress-ng-{tag}.out"), "w") as f:
+                f.write(outputs["hog"])
         if "hackbench" in procs:
             m = re.search(r"Time: ([\d.]+)", outputs["hackbench"])
             point["hackbench_s"] = float(m.group(1)) if m else None
@@ -446,13 +455,34 @@ def main():
             "schedulers": scheds, "loads": loads, "penalties": penalties + light,
             "light_penalties": light, "repeats": repeats, "runtime_s": ctx["runtime"],
             "ramp_s": ctx["ramp"], "mode": os.environ.get("BENCH_MODE", "full"), "peers": peers}
-    raw = open(raw_path, "w")
+    done, boots = set(), 0
+    if os.path.exists(raw_path):
+        # A guest that died mid-write leaves a line without its newline: drop it,
+        # or the next record would be glued to it.
+        with open(raw_path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                f.truncate(data.rfind(b"\n") + 1)
+        for line in open(raw_path):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # the line a dying guest left half-written
+            if rec.get("kind") == "point":
+                done.add((rec["penalty"], rec["rep"], rec["load"], rec["sched"]))
+            boots += rec.get("kind") == "boot"
+    raw = open(raw_path, "a")
 
     def emit(obj):
         raw.write(json.dumps(obj) + "\n")
         raw.flush()
+        os.fsync(raw.fileno())
 
-    emit(meta)
+    if not boots:
+        emit(meta)
+    emit({"kind": "boot", "n": boots + 1, "resumed_after_points": len(done)})
+    if done:
+        log(f"bench: boot {boots + 1}: resuming after {len(done)} points")
     log(f"bench: {meta['topology']} nodes {nodes} devices {devices}")
     log(f"bench: schedulers {scheds}; loads {loads}; penalties {penalties} (+light {light}); "
         f"{repeats} repeats; {ctx['runtime']} s + {ctx['ramp']} s ramp")
@@ -461,6 +491,17 @@ def main():
     n_ok = n_fail = 0
     for pi, penalty in enumerate(penalties + light):
         ctx["penalty"] = penalty
+        block_scheds = ["eevdf", "esn"] if penalty in light else scheds
+        plan = []
+        for rep in range(1, repeats + 1):
+            for load in loads:
+                if load in no_penalty_loads and pi > 0:
+                    continue
+                k = (rep - 1) % len(block_scheds)
+                plan += [(rep, load, s) for s in block_scheds[k:] + block_scheds[:k]
+                         if (penalty, rep, load, s) not in done]
+        if not plan:
+            continue
         try:
             lab = Lab(penalty)
         except RuntimeError as e:
@@ -468,33 +509,26 @@ def main():
             emit({"kind": "lab", "penalty": penalty, "line": f"FAILED: {e}", "exit": ""})
             continue
         log(f"bench: penalty {penalty}: {lab.line}")
-        block_scheds = ["eevdf", "esn"] if penalty in light else scheds
-        for rep in range(1, repeats + 1):
+        for rep, load, sched_name in plan:
             ctx["rep"] = rep
-            for load in loads:
-                if load in no_penalty_loads and pi > 0:
-                    continue
-                k = (rep - 1) % len(block_scheds)
-                for sched_name in block_scheds[k:] + block_scheds[:k]:
-                    t0 = time.time()
-                    point = run_point(load, sched_name, ctx)
-                    emit(point)
-                    n_ok += point["ok"]
-                    n_fail += not point["ok"]
-                    figs = " ".join(f"{f}={point[f]:.1f}" for f in
-                                    ("iops", "p99_us", "local_share_pct", "cpu_ops_per_s",
-                                     "hackbench_s", "wakeup_avg_us")
-                                    if isinstance(point.get(f), (int, float)))
-                    log(f"point {penalty} r{rep} {load:10s} {sched_name:12s} "
-                        f"{'ok ' if point['ok'] else 'FAIL'} {time.time() - t0:5.1f}s {figs} "
-                        f"{point.get('threshold', '')} {point.get('error', '')}")
+            t0 = time.time()
+            point = run_point(load, sched_name, ctx)
+            emit(point)
+            n_ok += point["ok"]
+            n_fail += not point["ok"]
+            figs = " ".join(f"{f}={point[f]:.1f}" for f in
+                            ("iops", "p99_us", "local_share_pct", "cpu_ops_per_s",
+                             "hackbench_s", "wakeup_avg_us")
+                            if isinstance(point.get(f), (int, float)))
+            log(f"point {penalty} r{rep} {load:10s} {sched_name:12s} "
+                f"{'ok ' if point['ok'] else 'FAIL'} {time.time() - t0:5.1f}s {figs} "
+                f"{point.get('threshold', '')} {point.get('error', '')}")
         lab.stop()
         emit({"kind": "lab", "penalty": penalty, "line": lab.line, "exit": lab.exit})
     ctx["referee"].stop()
-    meta_end = {"kind": "end", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "points_ok": n_ok, "points_failed": n_fail}
-    emit(meta_end)
-    log(f"bench: done: {n_ok} points ok, {n_fail} failed")
+    emit({"kind": "end", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+          "boots": boots + 1})
+    log(f"bench: done: {n_ok} points ok, {n_fail} failed in this boot")
 
 
 def _peer_version(name):

@@ -76,16 +76,32 @@ for topo in $topologies; do
 	mkdir -p "$raw_dir" "$(dirname "$md")"
 	t0=$(date +%s)
 	say "$mode run on $topo: results in ${raw_dir#"$repo"/}"
-	ESN_VM_TOPOLOGY=$topo ESN_VM_TIMEOUT=$timeout ESN_VM_QUIET=1 \
-		bash "$repo/tests/vm/run-in-vm.sh" "$here/guest-bench.sh" "$raw_dir" \
-		BENCH_RAW="$raw_dir/raw.jsonl" BENCH_MODE=$mode \
-		BENCH_PENALTIES="${BENCH_PENALTIES:-$d_penalties}" \
-		BENCH_LIGHT_PENALTIES="${BENCH_LIGHT_PENALTIES:-$d_light}" \
-		BENCH_LOADS="${BENCH_LOADS:-$d_loads}" BENCH_REPEATS="${BENCH_REPEATS:-$d_repeats}" \
-		BENCH_RUNTIME="${BENCH_RUNTIME:-$d_runtime}" BENCH_RAMP="${BENCH_RAMP:-$d_ramp}" \
-		BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-eevdf esn oracle scx_bpfland scx_rusty scx_cosmos}"
-	boot_rc=$?
-	grep -E '^\[ *[0-9.]+\] (point|bench)' "$raw_dir/log" 2>/dev/null | tail -n 200
+	# A scheduler load or unload under TCG kills the guest now and then (the
+	# text-poke race, tests/vm/README.md): boot again, and the guest resumes
+	# after the last recorded point, until it writes "end" or stops progressing.
+	boots=0 stalled=0
+	while :; do
+		before=$(grep -c '"kind": "point"' "$raw_dir/raw.jsonl" 2>/dev/null || true)
+		boots=$((boots + 1))
+		ESN_VM_TOPOLOGY=$topo ESN_VM_TIMEOUT=$timeout ESN_VM_QUIET=1 \
+			bash "$repo/tests/vm/run-in-vm.sh" "$here/guest-bench.sh" "$raw_dir" \
+			BENCH_RAW="$raw_dir/raw.jsonl" BENCH_MODE=$mode \
+			BENCH_PENALTIES="${BENCH_PENALTIES:-$d_penalties}" \
+			BENCH_LIGHT_PENALTIES="${BENCH_LIGHT_PENALTIES:-$d_light}" \
+			BENCH_LOADS="${BENCH_LOADS:-$d_loads}" BENCH_REPEATS="${BENCH_REPEATS:-$d_repeats}" \
+			BENCH_RUNTIME="${BENCH_RUNTIME:-$d_runtime}" BENCH_RAMP="${BENCH_RAMP:-$d_ramp}" \
+			BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-eevdf esn oracle scx_bpfland scx_rusty scx_cosmos}"
+		boot_rc=$?
+		grep -E '^\[ *[0-9.]+\] (point|bench)' "$raw_dir/log" 2>/dev/null | tail -n 400
+		grep -q '"kind": "end"' "$raw_dir/raw.jsonl" 2>/dev/null && break
+		after=$(grep -c '"kind": "point"' "$raw_dir/raw.jsonl" 2>/dev/null || true)
+		((after > before)) && stalled=0 || stalled=$((stalled + 1))
+		if ((stalled >= 2 || boots >= ${BENCH_MAX_BOOTS:-15})); then
+			say "$topo: giving up after $boots boots ($after points recorded)"
+			break
+		fi
+		say "$topo: the guest died after $after points (boot $boots); booting again to resume"
+	done
 	awk -F'\t' '{ printf "  %-5s %-35s %s\n", $1, $2, $3 }' "$raw_dir/summary.tsv" 2>/dev/null
 	if [[ -s $raw_dir/raw.jsonl ]]; then
 		/usr/bin/python3 "$here/report.py" "$raw_dir/raw.jsonl" "$md" "$plots" \
