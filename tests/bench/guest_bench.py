@@ -509,6 +509,9 @@ def main():
             emit({"kind": "lab", "penalty": penalty, "line": f"FAILED: {e}", "exit": ""})
             continue
         log(f"bench: penalty {penalty}: {lab.line}")
+        # Written now: a boot that dies in the block never reaches lab.stop().
+        emit({"kind": "lab", "penalty": penalty, "line": f"boot {boots + 1}: {lab.line}",
+              "exit": "(the block's end is on a later line if this boot finished it)"})
         for rep, load, sched_name in plan:
             ctx["rep"] = rep
             t0 = time.time()
@@ -524,7 +527,8 @@ def main():
                 f"{'ok ' if point['ok'] else 'FAIL'} {time.time() - t0:5.1f}s {figs} "
                 f"{point.get('threshold', '')} {point.get('error', '')}")
         lab.stop()
-        emit({"kind": "lab", "penalty": penalty, "line": lab.line, "exit": lab.exit})
+        emit({"kind": "lab", "penalty": penalty, "line": f"boot {boots + 1}: end of the block",
+              "exit": lab.exit})
     ctx["referee"].stop()
     emit({"kind": "end", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
           "boots": boots + 1})
