@@ -119,17 +119,20 @@ bio_trace_start() { # DEV: start bpftrace on DEV; waits until it has attached
 	say "bpftrace: attached after $((SECONDS - t0)) s"
 }
 
+# stop_with_sigint PID SECONDS: SIGINT, then wait up to SECONDS for PID to
+# exit; SIGKILL after that. Returns 1 if it had to be killed.
+stop_with_sigint() {
+	local pid=$1 deadline=$((SECONDS + $2))
+	kill -INT "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5; done
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -KILL "$pid" 2>/dev/null
+	return 1
+}
+
 bio_trace_stop() {
 	[[ -n $ESN_BT_PID ]] || return 0
-	kill -INT "$ESN_BT_PID" 2>/dev/null
-	for _ in $(seq 1 120); do
-		kill -0 "$ESN_BT_PID" 2>/dev/null || break
-		sleep 0.5
-	done
-	if kill -0 "$ESN_BT_PID" 2>/dev/null; then
-		say "bpftrace: did not exit within 60 s of SIGINT; killing it"
-		kill -KILL "$ESN_BT_PID" 2>/dev/null
-	fi
+	stop_with_sigint "$ESN_BT_PID" 60 || say "bpftrace: did not exit within 60 s of SIGINT; killed it"
 	wait "$ESN_BT_PID" 2>/dev/null
 	ESN_BT_PID=
 	esn_save
@@ -476,12 +479,7 @@ lab_start() {
 lab_stop() {
 	LAB_RC=-1 LAB_REMOTE=-1 LAB_LOCAL=-1 LAB_MEAN_US=-1
 	[[ -n $LAB_PID ]] || return 0
-	kill -INT "$LAB_PID" 2>/dev/null
-	for _ in $(seq 1 60); do
-		kill -0 "$LAB_PID" 2>/dev/null || break
-		sleep 0.5
-	done
-	kill -KILL "$LAB_PID" 2>/dev/null
+	stop_with_sigint "$LAB_PID" 30 || say "lab: did not exit within 30 s of SIGINT; killed it"
 	wait "$LAB_PID"
 	LAB_RC=$?
 	LAB_PID=

@@ -60,7 +60,7 @@ struct Opts {
     device: Vec<String>,
 
     /// Seconds of calibration reads for --factor, per disk node.
-    #[arg(long, value_name = "SECS", default_value_t = 4.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 6.0)]
     calibrate_secs: f64,
 
     /// Use the block_rq_issue tracepoint even where fexit works (for testing the fallback).
