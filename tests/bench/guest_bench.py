@@ -97,35 +97,38 @@ def cpu_times():
 
 # ------------------------------------------------------------------ referee --
 class BioReferee:
-    """One bpftrace for the whole boot: cumulative bios per (dev, node)."""
+    """One bpftrace for the whole boot: cumulative bios per (dev, node).
+
+    Its output is read incrementally: a snapshot is taken at both ends of every
+    point's window, while the load runs, and re-reading a file that grows by a
+    block a second for hours would cost more at every point of a long run.
+    """
 
     def __init__(self):
         self.path = os.path.join(WORK, "bench-bpftrace.out")
         self.proc = subprocess.Popen(
             ["bpftrace", "-B", "line", BT_SCRIPT], stdout=open(self.path, "w"),
             stderr=subprocess.STDOUT)
+        self._out = open(self.path)
+        self._partial, self._cur, self._last, self._ticks = "", {}, {}, 0
         deadline = time.time() + 180
         while self.ticks() < 1:
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError("bpftrace did not attach: " + open(self.path).read()[-500:])
             time.sleep(0.5)
 
-    def _blocks(self):
-        """(tick, {(dev, node): count}) for every complete snapshot so far."""
-        blocks, cur = [], {}
-        for line in open(self.path):
+    def ticks(self):
+        """Complete blocks printed so far; reads only what is new."""
+        lines = (self._partial + self._out.read()).split("\n")
+        self._partial = lines.pop()  # not terminated yet: read again next time
+        for line in lines:
             m = re.match(r"@bios\[(\d+), (\d+)\]: (\d+)", line)
             if m:
-                cur[(int(m.group(1)), int(m.group(2)))] = int(m.group(3))
-                continue
-            m = re.match(r"ESN_TICK (\d+)", line)
-            if m:
-                blocks.append((int(m.group(1)), cur))
-                cur = {}
-        return blocks
-
-    def ticks(self):
-        return len(self._blocks())
+                self._cur[(int(m.group(1)), int(m.group(2)))] = int(m.group(3))
+            elif line.startswith("ESN_TICK "):
+                self._last, self._cur = self._cur, {}
+                self._ticks += 1
+        return self._ticks
 
     def snapshot(self):
         """The counts at the next tick from now (bpftrace prints each second)."""
@@ -133,8 +136,7 @@ class BioReferee:
         deadline = time.time() + 10
         while self.ticks() < n + 1 and time.time() < deadline:
             time.sleep(0.2)
-        blocks = self._blocks()
-        return blocks[-1][1] if blocks else {}
+        return self._last
 
     def stop(self):
         self.proc.send_signal(signal.SIGINT)

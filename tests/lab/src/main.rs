@@ -5,8 +5,9 @@
 //!   topology (sysfs) ─► disks with a home node ─► spin per disk node
 //!        --us N                        N us at the nearest other node
 //!        --factor F   calibrate.rs ─►  F x local - remote (measured, lab off)
-//!   ─► scaled by distance (plan.rs) ─► BPF rodata ─► load ─► attach
+//!   ─► scaled by distance (plan.rs) ─► spin map ─► load ─► attach
 //!        fexit/blk_mq_start_request, else tp_btf/block_rq_issue
+//!   ─► --factor: measure again with the spin on, correct the spin map (refine)
 //!   ─► one line "remote-penalty: active ..." on stdout
 //!   ─► SIGINT/SIGTERM ─► detach, one line of counts on stderr, exit 0
 //! ```
@@ -51,7 +52,8 @@ struct Opts {
 
     /// Make a remote 4k direct read take F times a local one (2.0: the research's
     /// machine; 1.05: a NAND SSD one hop away). Calibrated first: the disk is read
-    /// from a CPU of its node and one of the nearest node, lab off.
+    /// from the CPUs of its node and of the nearest node, lab off, then again with
+    /// the spin in place.
     #[arg(long, value_name = "F")]
     factor: Option<f64>,
 
