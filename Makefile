@@ -37,6 +37,7 @@ unit:
 # The block tracepoints on the host kernel itself (no sched_ext needed), and
 # the bpftrace scripts with every bpftrace at hand.
 host-test: build
+	tests/host/debian-mirror.sh
 	tests/host/observe.sh
 	tests/host/profile.sh
 	tests/host/scripts.sh

@@ -13,11 +13,14 @@
 # Prints one line per suite: "SUITE VERSION PATH", or "SUITE - failed: WHY".
 # Idempotent: a suite already unpacked is reused (ESN_BT_REFRESH=1 fetches
 # again, e.g. to follow sid). Exit status: 0 if every suite is usable.
-# Environment: ESN_DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# Environment: ESN_DEBIAN_MIRROR (default: the Debian mirror of apt's own
+# sources, tests/debian-mirror.sh).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-mirror=${ESN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# shellcheck source=tests/debian-mirror.sh
+. "$repo/tests/debian-mirror.sh"
+mirror=$(debian_mirror) || exit 2
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 suites=("$@")
 ((${#suites[@]})) || suites=(trixie sid)
@@ -80,6 +83,7 @@ fetch() { # SUITE -> prints the version, or fails with a reason on stderr
 	"$dir/bpftrace" --version | awk '{ print $2 }'
 }
 
+mkdir -p "$repo/build" || exit 2
 rc=0
 for s in "${suites[@]}"; do
 	if v=$(fetch "$s" 2>"$repo/build/.fetch-bpftrace.err"); then

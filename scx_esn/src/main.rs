@@ -14,6 +14,7 @@ mod counters;
 mod cpustat;
 mod observe;
 mod observe_skel;
+mod output;
 mod plan;
 mod profile;
 mod prom;
@@ -67,11 +68,10 @@ fn discover(opts: &SchedOpts) -> Result<Topology> {
 fn print_topology(opts: &SchedOpts, json: bool) -> Result<()> {
     let topo = discover(opts)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&topo)?);
+        output::write(&format!("{}\n", serde_json::to_string_pretty(&topo)?))
     } else {
-        print!("{}", topo.render_text());
+        output::write(&topo.render_text())
     }
-    Ok(())
 }
 
 fn check_sched_ext() -> Result<()> {
@@ -188,6 +188,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `scx_esn ... | head`: the reader had what it wanted.
+        Err(err) if output::is_closed(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // The whole chain on one line, without a backtrace: operators
             // need the reason and what to do, not our call stack.

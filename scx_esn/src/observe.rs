@@ -178,38 +178,42 @@ pub fn run(
                     &devices,
                     &report_opts(ReportKind::Interval),
                     opts.json,
-                );
+                )?;
                 prev = cur.clone();
                 next += interval;
             }
             if finished {
-                emit(
+                return emit(
                     &first,
                     &cur,
                     &devices,
                     &report_opts(ReportKind::Total),
                     opts.json,
                 );
-                return Ok(());
             }
         }
     })
 }
 
+/// Prints one report; a closed stdout is `output::Closed` (the caller
+/// stops: nobody reads the reports any more).
 fn emit(
     prev: &RawSnapshot,
     cur: &RawSnapshot,
     devices: &DeviceTable,
     opts: &ReportOptions,
     json: bool,
-) {
+) -> Result<()> {
     let report = build_report(prev, cur, devices, opts);
     if json {
         match serde_json::to_string(&report) {
-            Ok(line) => println!("{line}"),
-            Err(err) => warn!("cannot serialise the report: {err}"),
+            Ok(line) => crate::output::write(&format!("{line}\n")),
+            Err(err) => {
+                warn!("cannot serialise the report: {err}");
+                Ok(())
+            }
         }
     } else {
-        print!("{}", render_text(&report));
+        crate::output::write(&render_text(&report))
     }
 }

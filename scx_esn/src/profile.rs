@@ -276,10 +276,16 @@ pub fn run(topo: &Topology, opts: &ProfileOpts, shutdown: &AtomicBool) -> Result
         p_numa_source,
         balance,
     };
-    if opts.json {
-        println!("{}", serde_json::to_string(&profile)?);
+    // A closed stdout does not stop --save: the profile is measured.
+    let printed = if opts.json {
+        crate::output::write(&format!("{}\n", serde_json::to_string(&profile)?))
     } else {
-        print!("{}", render(&profile));
+        crate::output::write(&render(&profile))
+    };
+    if let Err(err) = printed {
+        if !crate::output::is_closed(&err) {
+            return Err(err);
+        }
     }
     if opts.save {
         if !plan.devices.iter().any(|d| d.name == opts.device) {

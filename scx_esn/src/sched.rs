@@ -398,7 +398,17 @@ impl<'a> Scheduler<'a> {
             if let (Some(at), Some(every)) = (next_stats, stats_every) {
                 if Instant::now() >= at {
                     let now = self.cumulative(aged_out)?;
-                    stats::print(&stats::interval(&last_stats, &now, &self.devices), json)?;
+                    let printed =
+                        stats::print(&stats::interval(&last_stats, &now, &self.devices), json);
+                    match printed {
+                        // `scx_esn --stats 1 | head`: stop as on SIGINT,
+                        // unloaded and with what was learned saved.
+                        Err(err) if crate::output::is_closed(&err) => {
+                            info!("standard output closed: stopping");
+                            break;
+                        }
+                        other => other?,
+                    }
                     last_stats = now;
                     next_stats = Some(at + every);
                 }

@@ -209,14 +209,14 @@ fn fmt_wait_bound(ns: u64) -> String {
     }
 }
 
-/// Prints one interval as text or as one JSON line.
+/// Prints one interval as text or as one JSON line; a closed stdout is
+/// `output::Closed`.
 pub fn print(s: &IntervalStats, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string(s)?);
+        crate::output::write(&format!("{}\n", serde_json::to_string(s)?))
     } else {
-        print!("{}", render(s));
+        crate::output::write(&render(s))
     }
-    Ok(())
 }
 
 /// The server side: requests come in from the server's threads, readings go

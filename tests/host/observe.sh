@@ -11,7 +11,8 @@
 #     within 3x of fio's completion latency p50 (log2 buckets);
 #   - the top task is fio's job process, with about fio's I/O count.
 # Run once per way of hooking the kernel: tp_btf from block_io_start (the
-# default on 6.5+), raw tracepoints, and starting at block_rq_insert.
+# default on 6.5+), raw tracepoints, and starting at block_rq_insert. Then
+# `observe --json | head -1`: exit 0 without a panic when the reader leaves.
 #
 # Usage: tests/host/observe.sh [SECONDS]   (root; needs fio and python3)
 # Environment: ESN_BIN (default target/release/scx_esn).
@@ -126,6 +127,20 @@ run_mode tp_btf
 run_mode raw_tp --raw-tp
 run_mode insert --no-io-start
 rm -f "$file"
+
+# A reader that stops early (`| head -1`): observe must end by itself with 0,
+# quietly (no panic on the broken pipe).
+pipe_err=$work/observe-pipe.err
+set +e
+timeout 60 "$bin" observe --json --interval 1 --duration 30 2>"$pipe_err" | head -n1 >"$work/observe-pipe.out"
+pipe_rc=${PIPESTATUS[0]}
+set -e
+if [[ $pipe_rc == 0 && -s $work/observe-pipe.out ]] && ! grep -qi 'panick' "$pipe_err"; then
+	echo "PASS observe | head -1: exit 0, one line, no panic"
+else
+	echo "FAIL observe | head -1: exit $pipe_rc, $(wc -l <"$work/observe-pipe.out") line(s); stderr: $(head -c 300 "$pipe_err")"
+	fail=1
+fi
 if ((fail)); then
 	echo "observe host test: FAILED (outputs in $work)"
 	exit 1

@@ -15,6 +15,8 @@
 #      no stall/error in its stderr nor sched_ext errors in dmesg
 #   5. fio pinned to CPUs 0-1: >= 95 % of the bios from node 0
 #   6. SIGINT: scx_esn exits 0 within 15 s, state back to "disabled"
+#  6b. `scx_esn --stats 1 | head -3`: the closed pipe stops it like SIGINT
+#      (exit 0, state disabled, no panic)
 #   7. a scheduler error (sysrq-S disables sched_ext): scx_esn exits non-zero
 #      with the kernel's exit reason on stderr
 # Step 0 measures fio beside stress-ng under the default scheduler first, free
@@ -243,6 +245,21 @@ if [[ $dry != 1 ]]; then
 	fi
 else
 	check "6 SIGINT [dry]" info "skipped (ESN_DRY=1)"
+fi
+
+# ---- 6b. its reader stops early: `scx_esn --stats 1 | head -3` ----------------------
+# The closed pipe must stop scx_esn as SIGINT does (exit 0, unloaded), not
+# panic on the write.
+if [[ $dry != 1 ]]; then
+	t0=$SECONDS
+	timeout -k 5 90 "$bin" --threshold 2 --stats 1 2>"$sched_err.6b" </dev/null | head -n3 >"$sched_out.6b"
+	rc=${PIPESTATUS[0]}
+	for _ in $(seq 1 10); do [[ $(sx_state) == disabled ]] && break; sleep 0.5; done
+	st=$(sx_state)
+	panic=$(grep -m1 -i 'panicked' "$sched_err.6b" || true)
+	check "6b stdout closed (| head -3): exit 0, state disabled, no panic" \
+		"$(b test "$rc" == 0 -a "$st" == disabled -a -z "$panic")" \
+		"exit $rc after $((SECONDS - t0))s, state=$st, $(wc -l <"$sched_out.6b") lines read${panic:+, $panic}"
 fi
 
 # ---- 7. a scheduler error exits non-zero with the kernel's reason -----------------

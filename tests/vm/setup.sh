@@ -16,7 +16,8 @@
 # Environment:
 #   ESN_KERNEL_VERSION  pin a kernel, e.g. "7.3.4+deb13-amd64" (or "7.3.4+deb13")
 #   ESN_KERNEL_SUITE    Debian suite to take it from (default trixie-backports)
-#   ESN_DEBIAN_MIRROR   Debian mirror (default http://deb.debian.org/debian)
+#   ESN_DEBIAN_MIRROR   Debian mirror (default: the one apt's own sources use,
+#                       tests/debian-mirror.sh)
 #   ESN_SKIP_APT=1      do not install Debian packages (check only)
 #   ESN_INSTALL_HOST_MODULES=1  also symlink /lib/modules/<ver> to the unpacked tree
 #   ESN_VM_DIR          where the kernel, image and results live (build/vm), so
@@ -34,8 +35,9 @@ build="$repo/build"
 vmdir=${ESN_VM_DIR:-$build/vm}
 venv="$build/venv"
 suite=${ESN_KERNEL_SUITE:-trixie-backports}
-mirror=${ESN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+# shellcheck source=tests/debian-mirror.sh
+. "$repo/tests/debian-mirror.sh"
 
 t0=$SECONDS
 log() { printf 'setup: %s\n' "$*"; }
@@ -105,7 +107,13 @@ log "virtme-ng $("$venv/bin/vng" --version 2>&1 | awk '{print $NF; exit}')"
 # ------------------------------------------------------------------ kernel --
 mkdir -p "$vmdir/debs" "$vmdir/apt/lists/partial" "$vmdir/apt/cache/archives/partial"
 srclist="$vmdir/apt/sources.list"
-printf 'deb [signed-by=%s] %s %s main\n' "$keyring" "$mirror" "$suite" >"$srclist"
+# No mirror known counts as offline: a kernel already unpacked is still used.
+mirror=''
+if mirror=$(debian_mirror 2>"$vmdir/apt/mirror.err"); then
+	printf 'deb [signed-by=%s] %s %s main\n' "$keyring" "$mirror" "$suite" >"$srclist"
+else
+	log "WARNING: $(cat "$vmdir/apt/mirror.err")"
+fi
 # A private apt: its own source list, lists and cache; the system's dpkg status
 # is hidden so nothing installed on the host changes the resolution.
 aptopts=(
@@ -128,7 +136,9 @@ have_kernel() { # $1 = KVER: is a complete unpacked kernel there?
 kver=${ESN_KERNEL_VERSION:-}
 if [[ -n $kver && $kver != *-amd64 ]]; then kver="$kver-amd64"; fi
 lists_ok=0
-if timeout 300 apt-get "${aptopts[@]}" update -qq 2>"$vmdir/apt/update.err"; then
+if [[ -z $mirror ]]; then
+	: # said above
+elif timeout 300 apt-get "${aptopts[@]}" update -qq 2>"$vmdir/apt/update.err"; then
 	lists_ok=1
 else
 	log "WARNING: apt-get update of $suite failed: $(tr '\n' ' ' <"$vmdir/apt/update.err")"
@@ -147,7 +157,7 @@ if [[ -z $kver ]]; then
 		kver=$(. "$vmdir/kernel.env" && echo "${KVER:?}")
 		log "WARNING: offline; reusing the kernel already unpacked: $kver"
 	else
-		die "cannot reach $mirror ($suite) and no kernel is unpacked yet"
+		die "cannot reach ${mirror:-a Debian mirror} ($suite) and no kernel is unpacked yet"
 	fi
 else
 	log "kernel pinned by ESN_KERNEL_VERSION: $kver"
