@@ -17,9 +17,12 @@
  *     node_threshold[node]) and keeps it while it stays I/O-bound, allowed on
  *     that node and keeps doing I/O (a timer frees slots of tasks that went
  *     quiet, so sleepers do not hold them forever).
- *   - Each node with CPUs has an I/O queue (its placed tasks, served first
- *     and never taken by another node unless they wait too long) and a fair
- *     queue (everything else, vtime-ordered, stolen freely by idle nodes).
+ *   - Each node with CPUs has an I/O queue (its placed tasks, never taken
+ *     by another node unless they wait too long) and a fair queue
+ *     (everything else, stolen freely by idle nodes). Both are ordered by
+ *     vtime on the node's own clock, and a CPU serves the head that used
+ *     less CPU, the I/O queue on ties: a placed task that turns CPU-heavy
+ *     gets its fair share, no more.
  *
  * Userspace (scx_esn/src/sched.rs) fills the topology rodata before load, the
  * device and threshold maps before attach, and its controller (control.rs)
@@ -61,6 +64,14 @@ const volatile u64 io_idle_ns = 500ULL * 1000 * 1000;
  */
 const volatile u64 io_steal_after_ns = 50ULL * 1000 * 1000;
 
+/*
+ * sched_ext's watchdog unloads us when a runnable task waits this long. The
+ * steal delay and the rescue timer keep real waits far below it; 5 s (the
+ * peers' choice) rather than the kernel's 30 s default so a bug here costs a
+ * machine seconds, not half a minute, before it falls back to the fair class.
+ */
+#define WATCHDOG_TIMEOUT_MS 5000
+
 /* Topology beyond topo.bpf.h: which nodes have CPUs and, for each node, the
  * other nodes with CPUs, nearest first, ESN_NO_NODE terminated. */
 const volatile u8 node_has_cpus[ESN_MAX_NODES];
@@ -73,11 +84,23 @@ const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
 /* I/O-bound tasks currently holding a slot on each node. */
 u32 nr_placed[ESN_MAX_NODES];
 
-/* Does each CPU run a placed I/O task right now (set in ops.running)? */
-u8 cpu_runs_io[ESN_MAX_CPUS];
+/*
+ * CPUs preempt_for_io must leave alone: they run a placed I/O task (written
+ * in ops.running), or a higher class holds them (ops.cpu_release; the next
+ * ops.running rewrites it). A task put on the local queue of a CPU an RT
+ * task holds would wait until that task yields.
+ */
+u8 cpu_spared[ESN_MAX_CPUS];
 
-/* Global vtime clock: the vtime of the task that last started running. */
-static u64 vtime_now;
+/*
+ * Per-node vtime clocks: the largest vtime a task started running with on
+ * the node's CPUs. One global clock is dragged forward by whichever node
+ * runs the heaviest tasks, and waking tasks everywhere are clamped up to
+ * it. The clock follows every task that runs, not only those its queues
+ * hand out: a clock left behind by direct dispatches would let a newcomer
+ * or a waker, clamped to it, run ahead of tasks for seconds.
+ */
+u64 node_vtime_now[ESN_MAX_NODES];
 
 /* Written only by userspace (the controller): slots per node. */
 struct {
@@ -111,7 +134,10 @@ struct esn_sched_task {
 	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
 	u64 io_enqueued_at;
 	u64 runnable_at; /* became runnable (woke or was preempted); 0: running */
-	bool io_placed; /* placed at its last wake-up or enqueue */
+	u64 running_at;	 /* started its current run */
+	bool io_placed;	 /* placed at its last wake-up or enqueue */
+	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
+	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
 };
 
 struct {
@@ -120,6 +146,12 @@ struct {
 	__type(key, int);
 	__type(value, struct esn_sched_task);
 } sched_task_stor SEC(".maps");
+
+/* @p's scheduler state; NULL only for a task init_task never saw. */
+static __always_inline struct esn_sched_task *sched_task(struct task_struct *p)
+{
+	return bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+}
 
 /* Wait from runnable to running, per node (struct esn_node_sched). */
 struct {
@@ -130,6 +162,7 @@ struct {
 } node_sched SEC(".maps");
 
 #define SWEEP_INTERVAL_NS (100ULL * 1000 * 1000)
+#define RESCUE_MIN_INTERVAL_NS (1000ULL * 1000)
 
 struct sweep_timer {
 	struct bpf_timer timer;
@@ -196,7 +229,7 @@ static const struct cpumask *task_node_cpus(struct task_struct *p, u32 node)
 
 	if (!nmask)
 		return NULL;
-	st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
+	st = sched_task(p);
 	if (!st)
 		return NULL;
 	scratch = st->scratch;
@@ -223,17 +256,29 @@ static bool task_is_pinned(const struct task_struct *p)
  * Slots.
  */
 
-/* Take a slot on @node if it holds fewer than its threshold. */
+/*
+ * Take a slot on @node if it holds fewer than its threshold. A compare and
+ * swap, not add-then-undo: an increment undone a moment later lets another
+ * CPU see the node over its threshold and shed a placement that was valid.
+ * Bounded: under a storm of contenders, failing to place is the safe answer
+ * (the task is scheduled fairly and tries again at its next wake-up).
+ */
 static bool node_take_slot(u32 node)
 {
 	u32 *limit = bpf_map_lookup_elem(&node_threshold, &node);
 	u32 *count = MEMBER_VPTR(nr_placed, [node]);
+	u32 i;
 
 	if (!limit || !count)
 		return false;
-	if (__sync_fetch_and_add(count, 1) < *limit)
-		return true;
-	__sync_fetch_and_sub(count, 1);
+	bpf_for(i, 0, 8) {
+		u32 held = *count;
+
+		if (held >= *limit)
+			return false;
+		if (__sync_val_compare_and_swap(count, held, held + 1) == held)
+			return true;
+	}
 	return false;
 }
 
@@ -254,12 +299,17 @@ static void release_placement(u32 tid, u32 node)
 	stat_inc(ESN_STAT_RELEASE);
 }
 
-/*
- * A spilled task goes back to its home node as soon as home has a free slot
- * and the task may run there (its affinity widened, or a home task left).
- * The unlocked read only avoids hammering the counter; the slot itself is
- * taken atomically when the task is placed again.
- */
+/* Drop @p's placement, if it has one. */
+static void release_task_placement(struct task_struct *p)
+{
+	struct esn_placement *pl;
+	u32 tid = p->pid;
+
+	pl = bpf_map_lookup_elem(&placements, &tid);
+	if (pl)
+		release_placement(tid, pl->node);
+}
+
 /*
  * The controller lowered @node's threshold below the tasks it holds: the
  * excess must go, or a lowered threshold would only take effect as placed
@@ -275,6 +325,12 @@ static bool node_over_threshold(u32 node)
 	return limit && count && *count > *limit;
 }
 
+/*
+ * A spilled task goes back to its home node as soon as home has a free slot
+ * and the task may run there (its affinity widened, or a home task left).
+ * The unlocked read only avoids hammering the counter; the slot itself is
+ * taken atomically when the task is placed again.
+ */
 static bool can_return_home(struct task_struct *p, u32 node, u32 home)
 {
 	u32 *limit = bpf_map_lookup_elem(&node_threshold, &home);
@@ -405,28 +461,91 @@ static u8 task_target_node(struct task_struct *p)
 }
 
 /* task_target_node(), remembering the answer for ops.running. */
-static u8 task_io_node(struct task_struct *p)
+static u8 task_io_node(struct task_struct *p, struct esn_sched_task *st)
 {
-	struct esn_sched_task *st;
 	u8 node = task_target_node(p);
 
-	st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
 	if (st)
 		st->io_placed = node != ESN_NO_NODE;
 	return node;
 }
 
 /*
- * Vtime: tasks are ordered by the CPU time they used, scaled by weight. A
- * sleeper's lag is capped at one slice so waking up never buys a burst.
+ * Vtime: tasks are ordered by the CPU time they used, scaled by weight, on
+ * the clock of the node whose queues they wait in.
  */
-static u64 task_vtime(const struct task_struct *p)
-{
-	u64 vtime = p->scx.dsq_vtime;
 
-	if (time_before(vtime, vtime_now - slice_ns))
-		vtime = vtime_now - slice_ns;
+static __always_inline u64 *node_clock(u32 node)
+{
+	return MEMBER_VPTR(node_vtime_now, [node]);
+}
+
+/*
+ * @p's vtime for waiting on @node, written back to the task. A task that
+ * changed node keeps its lag, measured against the clock it left. A waking
+ * task gets at most one slice of lag, inversely to its weight as EEVDF
+ * does, so the credit is one slice of *run time* at any nice level:
+ * sleeping never buys a burst. Tasks queued again without sleeping (slice
+ * over, preempted, sent back from a CPU a higher class took) keep their
+ * vtime: clamping them would erase the CPU they used and flatten nice.
+ */
+static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
+			 u32 node, u64 enq_flags)
+{
+	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node), *from, lag;
+
+	if (!clock || !st)
+		return vtime;
+	if (st->vtime_node != node) {
+		from = node_clock(st->vtime_node);
+		if (from)
+			vtime = vtime - *from + *clock;
+		st->vtime_node = node;
+	}
+	if (enq_flags & SCX_ENQ_WAKEUP) {
+		lag = scale_by_task_weight_inverse(p, slice_ns);
+		if (time_before(vtime, *clock - lag))
+			vtime = *clock - lag;
+	}
+	if (vtime != p->scx.dsq_vtime)
+		scx_bpf_task_set_dsq_vtime(p, vtime);
 	return vtime;
+}
+
+/*
+ * @p starts running on @node: its vtime moves onto @node's clock (a stolen
+ * task was queued against another one), and the clock moves up to it.
+ */
+static __always_inline void advance_clock(struct task_struct *p,
+					  struct esn_sched_task *st, u32 node)
+{
+	u64 vtime = task_vtime_on(p, st, node, 0), *clock = node_clock(node);
+
+	if (clock && time_before(*clock, vtime))
+		*clock = vtime;
+}
+
+/* Into @node's vtime queue @dsq_id; the wait that starts is @node's. */
+static void queue_on_node(struct task_struct *p, struct esn_sched_task *st,
+			  u64 dsq_id, u32 node, u64 enq_flags)
+{
+	u64 vtime = task_vtime_on(p, st, node, enq_flags);
+
+	if (st)
+		st->wait_node = node;
+	scx_bpf_dsq_insert_vtime(p, dsq_id, slice_ns, vtime, enq_flags);
+}
+
+/* Straight onto the local queue of @cpu (a wake-up that found it idle). */
+static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
+			    s32 cpu)
+{
+	u32 node = node_of_cpu(cpu);
+
+	task_vtime_on(p, st, node, SCX_ENQ_WAKEUP);
+	if (st)
+		st->wait_node = node;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 }
 
 /* Idle CPU of @node that @p may use, preferring @prev_cpu; -1 if none. */
@@ -446,27 +565,33 @@ static s32 pick_idle_on_node(struct task_struct *p, u32 node, s32 prev_cpu)
 	return scx_bpf_pick_idle_cpu(cpus, 0);
 }
 
-/* Can @cpu be preempted for a placed task (it runs no placed task)? */
+/* Can @cpu be preempted for a placed task (see cpu_spared)? */
 static bool cpu_preemptible_for_io(s32 cpu)
 {
-	u8 *runs_io = MEMBER_VPTR(cpu_runs_io, [cpu]);
+	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 
-	return runs_io && !*runs_io && cpu < scx_bpf_nr_cpu_ids();
+	return spared && !*spared && cpu < scx_bpf_nr_cpu_ids();
 }
 
 /*
- * No idle CPU on @node for a placed task: put it straight on the local queue
- * of a node CPU that runs a non-I/O task, preempting that task. Each I/O
- * completion wakes the task, so waiting for a slice to end at every wake-up
- * would cap its IOPS; this costs a context switch instead. Candidates: the
- * CPU it was queued on, then one other CPU of the node it may use. Returns
- * false when every candidate already runs an I/O task (then it queues).
+ * A placed task woke and no CPU of @node is idle: put it straight on the
+ * local queue of a node CPU that runs a non-I/O task, preempting that task.
+ * Each I/O completion wakes the task, so waiting for a slice to end at every
+ * wake-up would cap its IOPS; this costs a context switch instead, and the
+ * preempted task is charged only what it ran. Wake-ups only: a placed task
+ * whose slice ran out has just had the CPU and queues like anyone else.
+ * Candidates: the CPU it was queued on, then one other CPU of the node it
+ * may use. Returns false when every candidate already runs an I/O task.
  */
-static bool preempt_for_io(struct task_struct *p, u32 node, u64 enq_flags)
+static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
+			   u32 node, u64 enq_flags)
 {
-	const struct cpumask *cpus = task_node_cpus(p, node);
+	const struct cpumask *cpus;
 	s32 cpu = scx_bpf_task_cpu(p);
 
+	if (!(enq_flags & SCX_ENQ_WAKEUP))
+		return false;
+	cpus = task_node_cpus(p, node);
 	if (!cpus)
 		return false;
 	if (!bpf_cpumask_test_cpu(cpu, cpus) || !cpu_preemptible_for_io(cpu)) {
@@ -474,46 +599,115 @@ static bool preempt_for_io(struct task_struct *p, u32 node, u64 enq_flags)
 		if (!cpu_preemptible_for_io(cpu))
 			return false;
 	}
+	task_vtime_on(p, st, node, enq_flags);
+	if (st)
+		st->wait_node = node;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
 	stat_inc(ESN_STAT_IO_PREEMPT);
 	return true;
 }
 
+/*
+ * The head of @dsq_id, or NULL. The length is read first: it is a plain
+ * load, where the peek may take the queue's lock on kernels without the
+ * lockless one.
+ */
+static __always_inline struct task_struct *queue_head(u64 dsq_id)
+{
+	if (!scx_bpf_dsq_nr_queued(dsq_id))
+		return NULL;
+	return __COMPAT_scx_bpf_dsq_peek(dsq_id);
+}
+
 /* Has the oldest task in @node's I/O queue waited past io_steal_after_ns? */
 static bool io_queue_starving(u32 node, u64 now)
 {
-	struct task_struct *p;
-	bool starving = false;
+	struct task_struct *head = queue_head(io_dsq(node));
+	struct esn_sched_task *st;
 
-	bpf_for_each(scx_dsq, p, io_dsq(node), 0) {
-		struct esn_sched_task *st;
-
-		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
-		starving = st && now - st->io_enqueued_at > io_steal_after_ns;
-		break;
-	}
-	return starving;
+	if (!head)
+		return false;
+	st = sched_task(head);
+	return st && now - st->io_enqueued_at > io_steal_after_ns;
 }
 
 /*
  * Slots of tasks that went quiet are given back here, so a placed task
- * that sleeps for an hour does not keep its node "full".
+ * that sleeps for an hour does not keep its node "full". The task's I/O
+ * record is the authority on its last I/O: the placement's copy is only
+ * refreshed when the task is queued, and a task that keeps its CPU through
+ * refilled slices is not queued for as long as it likes.
  */
 static long sweep_one(struct bpf_map *map, u32 *tid, struct esn_placement *pl,
 		      u64 *now)
 {
-	if ((s64)(*now - pl->last_io_ns) > (s64)io_idle_ns)
+	struct esn_task_io *io = bpf_map_lookup_elem(&task_io, tid);
+	u64 last_io = pl->last_io_ns;
+
+	if (io && time_after(io->last_io_ns, last_io))
+		last_io = io->last_io_ns;
+	if ((s64)(*now - last_io) > (s64)io_idle_ns)
 		release_placement(*tid, pl->node);
 	return 0;
 }
 
-static int sweep_fire(void *map, int *key, struct bpf_timer *timer)
+/*
+ * The steal delay needs someone to notice it expired: a CPU only looks at
+ * other nodes' I/O queues when it dispatches, and an idle CPU does not
+ * dispatch until something wakes it. So a node's I/O queue whose head has
+ * waited too long wakes an idle CPU of the nearest node that has one.
+ */
+static void rescue_starving_io(u64 now)
+{
+	u32 node, i;
+
+	bpf_for(node, 0, nr_nodes) {
+		if (!node_has_cpu(node) || !io_queue_starving(node, now))
+			continue;
+		bpf_for(i, 0, nr_nodes) {
+			u8 other = nth_neighbour(node, i);
+			const struct cpumask *cpus;
+			s32 cpu;
+
+			if (other == ESN_NO_NODE)
+				break;
+			cpus = node_cpumask(other);
+			if (!cpus)
+				continue;
+			cpu = scx_bpf_pick_idle_cpu(cpus, 0);
+			if (cpu >= 0) {
+				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+				stat_inc(ESN_STAT_IO_RESCUE);
+				break;
+			}
+		}
+	}
+}
+
+/* How often the timer runs: often enough that a starving queue is noticed
+ * within half a steal delay, never more often than every millisecond. */
+static __always_inline u64 timer_interval_ns(void)
+{
+	u64 ns = io_steal_after_ns / 2;
+
+	if (ns < RESCUE_MIN_INTERVAL_NS)
+		return RESCUE_MIN_INTERVAL_NS;
+	return ns < SWEEP_INTERVAL_NS ? ns : SWEEP_INTERVAL_NS;
+}
+
+static u64 last_sweep_ns;
+
+static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
 
-	bpf_for_each_map_elem(&placements, sweep_one, &now, 0);
-	bpf_timer_start(timer, SWEEP_INTERVAL_NS, 0);
+	rescue_starving_io(now);
+	if (now - last_sweep_ns >= SWEEP_INTERVAL_NS) {
+		last_sweep_ns = now;
+		bpf_for_each_map_elem(&placements, sweep_one, &now, 0);
+	}
+	bpf_timer_start(timer, timer_interval_ns(), 0);
 	return 0;
 }
 
@@ -529,16 +723,17 @@ static int sweep_fire(void *map, int *key, struct bpf_timer *timer)
 s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
+	struct esn_sched_task *st = sched_task(p);
 	const struct cpumask *cpus;
 	bool is_idle = false;
 	u8 node;
 	s32 cpu;
 
-	node = task_io_node(p);
+	node = task_io_node(p, st);
 	if (node != ESN_NO_NODE) {
 		cpu = pick_idle_on_node(p, node, prev_cpu);
 		if (cpu >= 0) {
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+			run_on_idle_cpu(p, st, cpu);
 			stat_inc(ESN_STAT_IO_DIRECT);
 			return cpu;
 		}
@@ -555,48 +750,65 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (is_idle) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		run_on_idle_cpu(p, st, cpu);
 		stat_inc(ESN_STAT_FAIR_DIRECT);
 	}
 	return cpu;
 }
 
 /*
- * Queue a task that did not get an idle CPU at wake-up (or was preempted):
- * placed tasks into their node's I/O queue, the rest into the fair queue of
- * the node they are on. Then wake an idle CPU that may take it.
+ * Queue a task that did not get an idle CPU at wake-up (or was preempted,
+ * or used up its slice, or was sent back by cpu_release): placed tasks into
+ * their node's I/O queue, the rest into the fair queue of the node they are
+ * on. Then wake an idle CPU that may take it.
  */
 void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	struct esn_sched_task *st;
+	struct esn_sched_task *st = sched_task(p);
 	u8 node;
 	s32 cpu;
 
+	/*
+	 * One CPU is all it may use. Its placement is still brought up to
+	 * date, so a pinned task does not keep a slot (or lose one) on stale
+	 * grounds, but it never waits in an I/O queue other CPUs serve. A
+	 * waking one goes straight to its CPU's local queue; one that used up
+	 * its slice queues by vtime on its node's fair queue (only its CPU
+	 * will take it from there), or a pinned hog would own its CPU
+	 * whatever its nice.
+	 */
 	if (task_is_pinned(p)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
-		stat_inc(ESN_STAT_PINNED);
-		return;
+		task_io_node(p, st);
+		if ((enq_flags & SCX_ENQ_WAKEUP) || is_migration_disabled(p)) {
+			node = node_of_cpu(scx_bpf_task_cpu(p));
+			task_vtime_on(p, st, node, enq_flags);
+			if (st)
+				st->wait_node = node;
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
+					   enq_flags);
+			stat_inc(ESN_STAT_PINNED);
+			return;
+		}
+		goto fair;
 	}
 
-	node = task_io_node(p);
+	node = task_io_node(p, st);
 	if (node != ESN_NO_NODE) {
 		cpu = pick_idle_on_node(p, node, -1);
-		if (cpu < 0 && preempt_for_io(p, node, enq_flags))
+		if (cpu < 0 && preempt_for_io(p, st, node, enq_flags))
 			return;
-		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
 		if (st)
 			st->io_enqueued_at = bpf_ktime_get_ns();
-		scx_bpf_dsq_insert_vtime(p, io_dsq(node), slice_ns,
-					 task_vtime(p), enq_flags);
+		queue_on_node(p, st, io_dsq(node), node, enq_flags);
 		stat_inc(ESN_STAT_IO_QUEUED);
 		if (cpu >= 0)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 
+fair:
 	node = node_of_cpu(scx_bpf_task_cpu(p));
-	scx_bpf_dsq_insert_vtime(p, fair_dsq(node), slice_ns, task_vtime(p),
-				 enq_flags);
+	queue_on_node(p, st, fair_dsq(node), node, enq_flags);
 	stat_inc(ESN_STAT_FAIR_QUEUED);
 	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
@@ -604,10 +816,64 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * A CPU needs work: its node's I/O queue first (placed tasks are short and
- * latency-bound), then its fair queue, then other nodes' fair queues nearest
- * first. Another node's I/O queue only when its head waited too long: taking
- * it earlier would undo the placement while the home node keeps up.
+ * Serve @node's own queues: the head that used less CPU (the lower vtime on
+ * the node's clock) first, the I/O queue on ties. Serving the I/O queue
+ * unconditionally would let one CPU-heavy placed task starve the node's
+ * fair queue, leaving it to other nodes to steal from.
+ */
+static bool dispatch_own_node(u32 node)
+{
+	struct task_struct *io_head = queue_head(io_dsq(node));
+	struct task_struct *fair_head = queue_head(fair_dsq(node));
+
+	if (fair_head && (!io_head || time_before(fair_head->scx.dsq_vtime,
+						  io_head->scx.dsq_vtime))) {
+		if (scx_bpf_dsq_move_to_local(fair_dsq(node), 0))
+			return true;
+	}
+	if (io_head && scx_bpf_dsq_move_to_local(io_dsq(node), 0))
+		return true;
+	return fair_head && scx_bpf_dsq_move_to_local(fair_dsq(node), 0);
+}
+
+/*
+ * @prev's slice ran out but it is still runnable: should it go on rather
+ * than hand the CPU to the head of its node's queues? It is not in a queue
+ * (it is queued again only after this dispatch), so without this check a
+ * CPU always takes a waiting task, however much more CPU that task used:
+ * two nice-0 and two nice-10 spinners on two CPUs then run about equally.
+ * Its vtime is compared as if charged for the run it is in.
+ */
+static bool prev_keeps_cpu(struct task_struct *prev, u32 node)
+{
+	struct task_struct *io_head = queue_head(io_dsq(node));
+	struct task_struct *fair_head = queue_head(fair_dsq(node));
+	struct esn_sched_task *st = sched_task(prev);
+	u64 vtime = prev->scx.dsq_vtime, now = bpf_ktime_get_ns();
+
+	if (!st)
+		return false;
+	if (st->running_at && time_after(now, st->running_at))
+		vtime += scale_by_task_weight_inverse(prev, now - st->running_at);
+	/* One head at a time: the verifier refuses `!a && !b` on pointers. */
+	if (!io_head) {
+		if (!fair_head)
+			return false;
+		return time_before(vtime, fair_head->scx.dsq_vtime);
+	}
+	if (!time_before(vtime, io_head->scx.dsq_vtime))
+		return false;
+	if (!fair_head)
+		return true;
+	return time_before(vtime, fair_head->scx.dsq_vtime);
+}
+
+/*
+ * A CPU needs work: its node's queues first, then other nodes' fair queues
+ * nearest first. Another node's I/O queue only when its head waited too
+ * long: taking it earlier would undo the placement while the home node
+ * keeps up. Queue lengths are read before any queue is locked, so a CPU
+ * about to idle on a many-node machine does not lock every empty queue.
  */
 void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 {
@@ -615,9 +881,12 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 	u64 now;
 	u32 i;
 
-	if (scx_bpf_dsq_move_to_local(io_dsq(node), 0))
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
+	    prev_keeps_cpu(prev, node)) {
+		scx_bpf_task_set_slice(prev, slice_ns);
 		return;
-	if (scx_bpf_dsq_move_to_local(fair_dsq(node), 0))
+	}
+	if (dispatch_own_node(node))
 		return;
 
 	bpf_for(i, 0, nr_nodes) {
@@ -625,7 +894,8 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 
 		if (other == ESN_NO_NODE)
 			break;
-		if (scx_bpf_dsq_move_to_local(fair_dsq(other), 0)) {
+		if (scx_bpf_dsq_nr_queued(fair_dsq(other)) &&
+		    scx_bpf_dsq_move_to_local(fair_dsq(other), 0)) {
 			stat_inc(ESN_STAT_FAIR_STOLEN);
 			return;
 		}
@@ -647,13 +917,18 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* Nothing else to run: let the previous task go on. */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
-		prev->scx.slice = slice_ns;
+		scx_bpf_task_set_slice(prev, slice_ns);
 }
 
-/* The runnable-to-running wait of @p, added to its CPU's node. */
+/*
+ * The runnable-to-running wait of @p, added to the node whose queues it
+ * waited in (not the node that finally ran it: a placed task stolen after
+ * waiting too long is exactly the overloaded node's wait the controller
+ * must see).
+ */
 static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu)
 {
-	u32 node = node_of_cpu(cpu);
+	u32 node = st->wait_node < nr_nodes ? st->wait_node : node_of_cpu(cpu);
 	struct esn_node_sched *ns;
 	u64 now = bpf_ktime_get_ns(), wait;
 	u32 slot;
@@ -683,8 +958,7 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu)
  */
 void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
 {
-	struct esn_sched_task *st = bpf_task_storage_get(&sched_task_stor, p,
-							  NULL, 0);
+	struct esn_sched_task *st = sched_task(p);
 
 	if (st)
 		st->runnable_at = bpf_ktime_get_ns();
@@ -692,48 +966,88 @@ void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
 
 /*
  * Note whether this CPU now runs a placed I/O task (preempt_for_io spares
- * those), account how long the task waited for a CPU (the controller's
- * contention measure), and advance the global vtime clock sleepers are
- * measured against.
+ * those; written only when it changes, the array is shared by every CPU),
+ * account how long the task waited for a CPU (the controller's contention
+ * measure), start its run clock, and advance its node's vtime clock.
  */
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	u8 *runs_io = MEMBER_VPTR(cpu_runs_io, [cpu]);
-	struct esn_sched_task *st;
+	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
+	struct esn_sched_task *st = sched_task(p);
+	u8 io = st && st->io_placed;
 
-	st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
-	if (runs_io)
-		*runs_io = st && st->io_placed;
-	if (st)
-		account_wait(st, cpu);
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+	if (spared && *spared != io)
+		*spared = io;
+	if (!st)
+		return;
+	account_wait(st, cpu);
+	st->running_at = bpf_ktime_get_ns();
+	advance_clock(p, st, node_of_cpu(cpu));
 }
 
 /*
- * Charge the slice used, inversely to weight (nice). A task stopped while
- * still runnable (preempted, slice over) starts waiting again now.
+ * Charge the CPU time actually used, inversely to weight (nice). Not the
+ * slice consumed: a preemption zeroes the running task's slice, and a task
+ * preempted by a placed one microseconds into its run would be charged a
+ * whole slice at every I/O completion. A task stopped while still runnable
+ * starts waiting again now; an exiting one gives its slot back at once
+ * (ops.exit_task may come much later, when the task struct is freed).
  */
 void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
 {
-	u64 used = slice_ns - p->scx.slice;
-	struct esn_sched_task *st;
+	struct esn_sched_task *st = sched_task(p);
+	u64 now = bpf_ktime_get_ns();
 
-	if (used > slice_ns)
-		used = slice_ns;
-	p->scx.dsq_vtime += used * 100 / p->scx.weight;
-	if (runnable) {
-		st = bpf_task_storage_get(&sched_task_stor, p, NULL, 0);
-		if (st)
-			st->runnable_at = bpf_ktime_get_ns();
-	}
+	if (!st)
+		return;
+	if (st->running_at && time_after(now, st->running_at))
+		scx_bpf_task_set_dsq_vtime(
+			p, p->scx.dsq_vtime + scale_by_task_weight_inverse(
+						      p, now - st->running_at));
+	st->running_at = 0;
+	if (runnable)
+		st->runnable_at = now;
+	else if (p->flags & PF_EXITING)
+		release_task_placement(p);
 }
 
-/* A task joining the scheduler starts at the current clock. */
+/*
+ * A higher class (RT, deadline) took this CPU. Tasks already in its local
+ * queue (direct dispatches at wake-up, preempt_for_io, pinned tasks) would
+ * wait behind it however idle the other CPUs are: send them back through
+ * enqueue, which queues them where any CPU of their node can take them, and
+ * keep preempt_for_io away until sched_ext runs a task here again.
+ */
+void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
+
+	if (spared)
+		*spared = 1;
+	scx_bpf_reenqueue_local();
+	stat_inc(ESN_STAT_CPU_RELEASED);
+}
+
+/* A task joining the scheduler starts at its node's clock. */
 void BPF_STRUCT_OPS(esn_enable, struct task_struct *p)
 {
-	p->scx.dsq_vtime = vtime_now;
+	struct esn_sched_task *st = sched_task(p);
+	u32 node = node_of_cpu(scx_bpf_task_cpu(p));
+	u64 *clock = node_clock(node);
+
+	scx_bpf_task_set_dsq_vtime(p, clock ? *clock : 0);
+	if (st)
+		st->vtime_node = node;
+}
+
+/*
+ * A task leaving sched_ext (a switch to SCHED_FIFO, say) frees its slot
+ * now: ops.exit_task only runs when the task struct is freed.
+ */
+void BPF_STRUCT_OPS(esn_disable, struct task_struct *p)
+{
+	release_task_placement(p);
 }
 
 /* Give every task its scratch cpumask up front: the hot paths cannot
@@ -748,6 +1062,8 @@ s32 BPF_STRUCT_OPS(esn_init_task, struct task_struct *p,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return -ENOMEM;
+	st->vtime_node = ESN_NO_NODE;
+	st->wait_node = ESN_NO_NODE;
 	mask = bpf_cpumask_create();
 	if (!mask)
 		return -ENOMEM;
@@ -757,16 +1073,11 @@ s32 BPF_STRUCT_OPS(esn_init_task, struct task_struct *p,
 	return 0;
 }
 
-/* A task leaving (exit, or another sched class) frees its slot at once. */
+/* The task is gone: its slot too, if disable and stopping missed it. */
 void BPF_STRUCT_OPS(esn_exit_task, struct task_struct *p,
 		    struct scx_exit_task_args *args)
 {
-	struct esn_placement *pl;
-	u32 tid = p->pid;
-
-	pl = bpf_map_lookup_elem(&placements, &tid);
-	if (pl)
-		release_placement(tid, pl->node);
+	release_task_placement(p);
 }
 
 static s32 build_node_cpumask(u32 node)
@@ -791,7 +1102,8 @@ static s32 build_node_cpumask(u32 node)
 	return 0;
 }
 
-/* Per-node queues and cpumasks, then the timer that frees quiet slots. */
+/* Per-node queues and cpumasks, then the timer that frees quiet slots and
+ * rescues starving I/O queues. */
 s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
 {
 	struct sweep_timer *st;
@@ -819,10 +1131,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
 	err = bpf_timer_init(&st->timer, &sweep_timers, CLOCK_MONOTONIC);
 	if (err)
 		return err;
-	err = bpf_timer_set_callback(&st->timer, sweep_fire);
+	err = bpf_timer_set_callback(&st->timer, timer_fire);
 	if (err)
 		return err;
-	return bpf_timer_start(&st->timer, SWEEP_INTERVAL_NS, 0);
+	return bpf_timer_start(&st->timer, timer_interval_ns(), 0);
 }
 
 /* Keep the exit reason for userspace to report. */
@@ -838,9 +1150,12 @@ SCX_OPS_DEFINE(esn_ops,
 	       .runnable = (void *)esn_runnable,
 	       .running = (void *)esn_running,
 	       .stopping = (void *)esn_stopping,
+	       .cpu_release = (void *)esn_cpu_release,
 	       .enable = (void *)esn_enable,
+	       .disable = (void *)esn_disable,
 	       .init_task = (void *)esn_init_task,
 	       .exit_task = (void *)esn_exit_task,
 	       .init = (void *)esn_init,
 	       .exit = (void *)esn_exit,
+	       .timeout_ms = WATCHDOG_TIMEOUT_MS,
 	       .name = "esn");

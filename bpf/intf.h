@@ -66,7 +66,7 @@ enum esn_stat {
 	ESN_STAT_FAIR_DIRECT,	/* idle CPU found at wake-up */
 	ESN_STAT_FAIR_QUEUED,
 	ESN_STAT_FAIR_STOLEN,	/* taken from another node's fair queue */
-	ESN_STAT_PINNED,	/* one allowed CPU or migration disabled */
+	ESN_STAT_PINNED,	/* one allowed CPU, woken: straight to it */
 	/* block I/O seen by the attribution tracepoint */
 	ESN_STAT_BIO_TRACKED,	/* on a device with a known home node */
 	ESN_STAT_BIO_UNKNOWN_DEV,
@@ -79,6 +79,8 @@ enum esn_stat {
 	ESN_STAT_RQ_INFLIGHT_FULL, /* in-flight table full: request not tracked */
 	ESN_STAT_RQ_REQUEUED,	/* requeued: its issue time starts over */
 	ESN_STAT_SHED,		/* placement dropped: its node's threshold fell */
+	ESN_STAT_IO_RESCUE,	/* a starving I/O queue woke another node's CPU */
+	ESN_STAT_CPU_RELEASED,	/* a higher class took a CPU: its queue sent back */
 	ESN_NR_STATS,
 };
 

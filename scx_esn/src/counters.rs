@@ -29,6 +29,8 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "rq_inflight_full",
     "rq_requeued",
     "shed",
+    "io_rescue",
+    "cpu_released",
 ];
 
 pub type Counters = [u64; NAMES.len()];

@@ -20,7 +20,7 @@
 #      the per-node content: node 1's 2 CPUs, its mean busy % over the run
 #      within 10 points of what this script computes from /proc/stat itself,
 #      spills out of node 1 and into node 0 (the third job), the NVMe's
-#      utilisation (> 10 %), the health block (30 s watchdog, dispatches,
+#      utilisation (> 10 %), the health block (5 s watchdog, dispatches,
 #      the longest wait).
 #   X. during P, the stats socket's own protocol, as scxtop's scheduler view
 #      speaks it: `stats` without arguments answers an interval naming the
@@ -275,7 +275,7 @@ ok = (rc == "0" and len(lines) >= 5 and bios > 0 and abs(reqs - bios) <= 0.05 * 
       and node(lines[-1], 1).get("cpus") == 2
       and spill_out1 >= 1 and spill_in0 >= 1
       and abs(mean_busy1 - ref_busy) <= 10 and util and max(util) > 10
-      and health.get("watchdog_timeout_ms") == 30000 and health.get("dispatched", 0) > 0
+      and health.get("watchdog_timeout_ms") == 5000 and health.get("dispatched", 0) > 0
       and any(m for m in margins))
 mx = max((m or 0) for m in margins)
 print(int(ok), f"exit {rc}; {len(lines)} intervals; {disk} requests {reqs} vs bpftrace bios {bios}; "

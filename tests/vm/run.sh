@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The VM tests' entry point (Makefile / CI):
-#   setup.sh, then one boot each for guest-baseline.sh, guest-scheduler.sh and
-#   guest-control.sh
+#   setup.sh, then one boot each for guest-baseline.sh, guest-scheduler.sh,
+#   guest-fairness.sh and guest-control.sh
 #   (or guest-observe.sh alone: `observe`, for kernels without sched_ext;
 #   guest-scripts.sh: `scripts`, the bpftrace scripts of scripts/).
-# usage: tests/vm/run.sh [all|baseline|scheduler|control|observe|scripts|lab] [NAME=VALUE ...]
+# usage: tests/vm/run.sh [all|baseline|scheduler|fairness|control|observe|scripts|lab] [NAME=VALUE ...]
 #   NAME=VALUE pairs go to the guest scripts (e.g. ESN_DRY=1, ESN_FIO_RUNTIME=10).
 # Results: build/vm/results/<test>/ (log, summary.tsv, result, console.log, ...).
 # Exit status: 0 only if every test that ran passed.
@@ -23,9 +23,9 @@ results="$vmdir/results"
 what=all
 if (($#)) && [[ $1 != *=* ]]; then what=$1; shift; fi
 case $what in
-all) tests=(baseline scheduler control) ;;
-baseline | scheduler | control | observe | scripts | lab) tests=("$what") ;;
-*) echo "usage: $0 [all|baseline|scheduler|control|observe|scripts|lab] [NAME=VALUE ...]" >&2; exit 2 ;;
+all) tests=(baseline scheduler fairness control) ;;
+baseline | scheduler | fairness | control | observe | scripts | lab) tests=("$what") ;;
+*) echo "usage: $0 [all|baseline|scheduler|fairness|control|observe|scripts|lab] [NAME=VALUE ...]" >&2; exit 2 ;;
 esac
 
 declare -A verdict secs
