@@ -117,12 +117,7 @@ PY
 }
 
 say "fairness test on $(uname -r); bin=$bin ${sched_args[*]}"
-dev=$(nvme_dev_on_node 1) || dev=
-if [[ -z $dev || ! -b $dev ]]; then
-	check "NVMe on node 1" 0 "none found: $(echo /sys/class/nvme/*)"
-	finish_all
-fi
-[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+require_nvme_and_sched_ext
 [[ -x $bin ]] || { check "scx_esn binary" 0 "not found at $bin; run make first"; finish_all; }
 
 # ---- references under EEVDF ------------------------------------------------------

@@ -296,6 +296,17 @@ measure_bios_during() {
 
 # ------------------------------------------------------ the scheduler ------
 sched_pid=
+
+# require_nvme_and_sched_ext: sets dev to the NVMe disk on node 1; a guest
+# without it or without sched_ext ends the test (the caller's finish_all).
+require_nvme_and_sched_ext() {
+	dev=$(nvme_dev_on_node 1) || dev=
+	if [[ -z $dev || ! -b $dev ]]; then
+		check "NVMe on node 1" 0 "none found: $(echo /sys/class/nvme/*)"
+		finish_all
+	fi
+	[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+}
 sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing; }
 sx_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null || true; }
 sched_alive() { [[ -n $sched_pid ]] && kill -0 "$sched_pid" 2>/dev/null; }

@@ -78,12 +78,7 @@ finish_all() { cleanup; finish; }
 
 say "scheduler test on $(uname -r); dry=$dry; bin=$bin ${sched_args[*]}"
 
-dev=$(nvme_dev_on_node 1) || dev=
-if [[ -z $dev || ! -b $dev ]]; then
-	check "NVMe on node 1" 0 "none found: $(echo /sys/class/nvme/*)"
-	finish_all
-fi
-[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+require_nvme_and_sched_ext
 
 # fio_beside_stress: 2 fio jobs beside stress-ng --cpu 4 (30 s); FIO must be set.
 fio_beside_stress() {
