@@ -525,14 +525,26 @@ static __always_inline void advance_clock(struct task_struct *p,
 		*clock = vtime;
 }
 
-/* Into @node's vtime queue @dsq_id; the wait that starts is @node's. */
-static void queue_on_node(struct task_struct *p, struct esn_sched_task *st,
-			  u64 dsq_id, u32 node, u64 enq_flags)
+/*
+ * @p is about to wait for a CPU of @node: its vtime moves onto @node's
+ * clock, and the wait that starts is charged to @node (account_wait).
+ */
+static u64 wait_on_node(struct task_struct *p, struct esn_sched_task *st,
+			u32 node, u64 enq_flags)
 {
 	u64 vtime = task_vtime_on(p, st, node, enq_flags);
 
 	if (st)
 		st->wait_node = node;
+	return vtime;
+}
+
+/* Into @node's vtime queue @dsq_id. */
+static void queue_on_node(struct task_struct *p, struct esn_sched_task *st,
+			  u64 dsq_id, u32 node, u64 enq_flags)
+{
+	u64 vtime = wait_on_node(p, st, node, enq_flags);
+
 	scx_bpf_dsq_insert_vtime(p, dsq_id, slice_ns, vtime, enq_flags);
 }
 
@@ -540,11 +552,7 @@ static void queue_on_node(struct task_struct *p, struct esn_sched_task *st,
 static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
 			    s32 cpu)
 {
-	u32 node = node_of_cpu(cpu);
-
-	task_vtime_on(p, st, node, SCX_ENQ_WAKEUP);
-	if (st)
-		st->wait_node = node;
+	wait_on_node(p, st, node_of_cpu(cpu), SCX_ENQ_WAKEUP);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 }
 
@@ -599,9 +607,7 @@ static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
 		if (!cpu_preemptible_for_io(cpu))
 			return false;
 	}
-	task_vtime_on(p, st, node, enq_flags);
-	if (st)
-		st->wait_node = node;
+	wait_on_node(p, st, node, enq_flags);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
 	stat_inc(ESN_STAT_IO_PREEMPT);
@@ -702,7 +708,13 @@ static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
 
+	/* Peeking a queue walks a DSQ iterator on kernels without
+	 * scx_bpf_dsq_peek(), and since 6.16 the verifier checks this
+	 * callback as part of sleepable ops.init, where an iterator needs
+	 * an explicit RCU read section. */
+	bpf_rcu_read_lock();
 	rescue_starving_io(now);
+	bpf_rcu_read_unlock();
 	if (now - last_sweep_ns >= SWEEP_INTERVAL_NS) {
 		last_sweep_ns = now;
 		bpf_for_each_map_elem(&placements, sweep_one, &now, 0);
@@ -781,9 +793,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 		task_io_node(p, st);
 		if ((enq_flags & SCX_ENQ_WAKEUP) || is_migration_disabled(p)) {
 			node = node_of_cpu(scx_bpf_task_cpu(p));
-			task_vtime_on(p, st, node, enq_flags);
-			if (st)
-				st->wait_node = node;
+			wait_on_node(p, st, node, enq_flags);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
 					   enq_flags);
 			stat_inc(ESN_STAT_PINNED);
@@ -819,13 +829,13 @@ fair:
  * Serve @node's own queues: the head that used less CPU (the lower vtime on
  * the node's clock) first, the I/O queue on ties. Serving the I/O queue
  * unconditionally would let one CPU-heavy placed task starve the node's
- * fair queue, leaving it to other nodes to steal from.
+ * fair queue, leaving it to other nodes to steal from. The heads were
+ * peeked once by esn_dispatch, for this and prev_keeps_cpu: a stale head
+ * only changes which queue is tried first, never what is moved.
  */
-static bool dispatch_own_node(u32 node)
+static bool dispatch_own_node(u32 node, struct task_struct *io_head,
+			      struct task_struct *fair_head)
 {
-	struct task_struct *io_head = queue_head(io_dsq(node));
-	struct task_struct *fair_head = queue_head(fair_dsq(node));
-
 	if (fair_head && (!io_head || time_before(fair_head->scx.dsq_vtime,
 						  io_head->scx.dsq_vtime))) {
 		if (scx_bpf_dsq_move_to_local(fair_dsq(node), 0))
@@ -844,10 +854,10 @@ static bool dispatch_own_node(u32 node)
  * two nice-0 and two nice-10 spinners on two CPUs then run about equally.
  * Its vtime is compared as if charged for the run it is in.
  */
-static bool prev_keeps_cpu(struct task_struct *prev, u32 node)
+static bool prev_keeps_cpu(struct task_struct *prev,
+			   struct task_struct *io_head,
+			   struct task_struct *fair_head)
 {
-	struct task_struct *io_head = queue_head(io_dsq(node));
-	struct task_struct *fair_head = queue_head(fair_dsq(node));
 	struct esn_sched_task *st = sched_task(prev);
 	u64 vtime = prev->scx.dsq_vtime, now = bpf_ktime_get_ns();
 
@@ -878,15 +888,17 @@ static bool prev_keeps_cpu(struct task_struct *prev, u32 node)
 void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 node = node_of_cpu(cpu);
+	struct task_struct *io_head = queue_head(io_dsq(node));
+	struct task_struct *fair_head = queue_head(fair_dsq(node));
 	u64 now;
 	u32 i;
 
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    prev_keeps_cpu(prev, node)) {
+	    prev_keeps_cpu(prev, io_head, fair_head)) {
 		scx_bpf_task_set_slice(prev, slice_ns);
 		return;
 	}
-	if (dispatch_own_node(node))
+	if (dispatch_own_node(node, io_head, fair_head))
 		return;
 
 	bpf_for(i, 0, nr_nodes) {

@@ -173,6 +173,11 @@ def sched_command(name):
         return None
     if name == "esn":
         return [ESN, "--no-state", "--stats", "1", "--control-interval", "1"]
+    if name == "esn-base":
+        # Another build of scx_esn (BENCH_ESN_BASE), learning too: a change's
+        # before and after, side by side in one boot.
+        return [os.environ["BENCH_ESN_BASE"], "--no-state", "--stats", "1",
+                "--control-interval", "1"]
     m = re.fullmatch(r"esn-t(\d+)", name)
     if m:
         return [ESN, "--threshold", m.group(1), "--no-state", "--stats", "1"]
@@ -439,6 +444,8 @@ def main():
             scheds += [f"esn-t{n}" for n in range(1, dev_node_cpus + 1)]
         else:
             scheds.append(s)
+    if "esn-base" in scheds and not os.access(os.environ.get("BENCH_ESN_BASE", ""), os.X_OK):
+        sys.exit("bench: esn-base needs BENCH_ESN_BASE=<an executable scx_esn build>")
     penalties = env_list("BENCH_PENALTIES", "off 2.0")
     # Penalties where only EEVDF and learned scx_esn run (the full run's 1.1).
     light = env_list("BENCH_LIGHT_PENALTIES", "")
@@ -456,7 +463,8 @@ def main():
             "nodes": nodes, "devices": [{"name": d["name"], "node": d["node"]} for d in devices],
             "schedulers": scheds, "loads": loads, "penalties": penalties + light,
             "light_penalties": light, "repeats": repeats, "runtime_s": ctx["runtime"],
-            "ramp_s": ctx["ramp"], "mode": os.environ.get("BENCH_MODE", "full"), "peers": peers}
+            "ramp_s": ctx["ramp"], "mode": os.environ.get("BENCH_MODE", "full"), "peers": peers,
+            "esn_base": os.environ.get("BENCH_ESN_BASE") or None}
     done, boots = set(), 0
     if os.path.exists(raw_path):
         # A guest that died mid-write leaves a line without its newline: drop it,

@@ -15,7 +15,9 @@
 # report (tests/bench/report.py) in bench/results/<date>-<topology>.md with its
 # plots in bench/results/<date>-<topology>/ (smoke: under build/bench/smoke/,
 # not meant to be committed). Any BENCH_* variable of guest_bench.py given in
-# the environment overrides the mode's choice.
+# the environment overrides the mode's choice. BENCH_ESN_BASE=<scx_esn build>
+# with esn-base in BENCH_SCHEDULERS runs a second build beside this one;
+# BENCH_TAG=<tag> adds -<tag> to the result's name.
 # Exit status: 0 when every boot finished with a measured point for every
 # scheduler (a failed point is reported, not fatal), 1 otherwise, 2 on setup
 # errors. Root only (qemu, BPF in the guest).
@@ -65,7 +67,7 @@ date=$(date -u +%F)
 rc=0
 for topo in $topologies; do
 	defaults "$topo"
-	name=$date-$topo
+	name=$date-$topo${BENCH_TAG:+-$BENCH_TAG}
 	raw_dir=$repo/build/bench/numa/$name
 	if [[ $mode == smoke ]]; then
 		md=$repo/build/bench/smoke/$name.md plots=$repo/build/bench/smoke/$name
@@ -90,7 +92,8 @@ for topo in $topologies; do
 			BENCH_LIGHT_PENALTIES="${BENCH_LIGHT_PENALTIES:-$d_light}" \
 			BENCH_LOADS="${BENCH_LOADS:-$d_loads}" BENCH_REPEATS="${BENCH_REPEATS:-$d_repeats}" \
 			BENCH_RUNTIME="${BENCH_RUNTIME:-$d_runtime}" BENCH_RAMP="${BENCH_RAMP:-$d_ramp}" \
-			BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-eevdf esn oracle scx_bpfland scx_rusty scx_cosmos}"
+			BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-eevdf esn oracle scx_bpfland scx_rusty scx_cosmos}" \
+			BENCH_ESN_BASE="${BENCH_ESN_BASE:-}"
 		boot_rc=$?
 		grep -E '^\[ *[0-9.]+\] (point|bench)' "$raw_dir/log" 2>/dev/null | tail -n 400
 		grep -q '"kind": "end"' "$raw_dir/raw.jsonl" 2>/dev/null && break

@@ -353,6 +353,8 @@ def sched_label(run, sched):
         return "eevdf (the baseline: no sched_ext scheduler)"
     if sched == LEARNED:
         return "esn (scx_esn, learning its threshold)"
+    if sched == "esn-base":
+        return f"esn-base (another scx_esn build, learning: {run.meta.get('esn_base')})"
     if static_threshold(sched):
         return f"{sched} (static threshold {static_threshold(sched)})"
     version = run.meta.get("peers", {}).get(sched)
