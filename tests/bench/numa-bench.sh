@@ -65,6 +65,9 @@ say "peers: ${peer_bins[*]}"
 
 date=$(date -u +%F)
 rc=0
+# The command as given, for the report: the mode and every BENCH_* override.
+overrides=$(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(QUICK|SMOKE|TOPOLOGIES)=' |
+	sort | sed -E 's/^([^=]+)=(.*)$/\1="\2" /' | tr -d '\n')
 for topo in $topologies; do
 	defaults "$topo"
 	name=$date-$topo${BENCH_TAG:+-$BENCH_TAG}
@@ -108,7 +111,7 @@ for topo in $topologies; do
 	awk -F'\t' '{ printf "  %-5s %-35s %s\n", $1, $2, $3 }' "$raw_dir/summary.tsv" 2>/dev/null
 	if [[ -s $raw_dir/raw.jsonl ]]; then
 		/usr/bin/python3 "$here/report.py" "$raw_dir/raw.jsonl" "$md" "$plots" \
-			--command "$([[ $mode != full ]] && echo "BENCH_${mode^^}=1 ")tests/bench/numa-bench.sh (BENCH_TOPOLOGIES=$topo)" ||
+			--command "$([[ $mode != full ]] && echo "BENCH_${mode^^}=1 ")${overrides}tests/bench/numa-bench.sh (BENCH_TOPOLOGIES=$topo)" ||
 			{ say "report.py failed on $raw_dir/raw.jsonl"; rc=1; }
 	fi
 	((boot_rc == 0)) || rc=1

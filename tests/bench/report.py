@@ -430,7 +430,9 @@ def verdict(run, penalty, loads, fig):
 
 
 def ratio_tables(run, penalty, loads):
-    others = [o for o in [BASELINE] + run.peers if o in run.scheds]
+    # esn-base, when run, is the same scheduler's other build: its column is
+    # a change's after ÷ before.
+    others = [o for o in [BASELINE, "esn-base"] + run.peers if o in run.scheds]
     header = ["load"] + [f"vs {'EEVDF' if o == BASELINE else o}" for o in others]
     lines = []
     for fig, note in (("iops", "above 1 is better"), ("p99_us", "below 1 is better")):
