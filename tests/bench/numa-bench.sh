@@ -11,10 +11,11 @@
 #   BENCH_QUICK=1 tests/bench/numa-bench.sh   one topology, one penalty, 1 repeat
 #   BENCH_SMOKE=1 tests/bench/numa-bench.sh   one point per scheduler (make test)
 #
-# Results: raw points in build/bench/numa/<date>-<topology>/raw.jsonl; the
-# report (tests/bench/report.py) in bench/results/<date>-<topology>.md with its
-# plots in bench/results/<date>-<topology>/ (smoke: under build/bench/smoke/,
-# not meant to be committed). Any BENCH_* variable of guest_bench.py given in
+# Results: raw points in build/bench/numa/<name>/raw.jsonl; the report
+# (tests/bench/report.py) in bench/results/<name>.md with its plots in
+# bench/results/<name>/ (smoke: under build/bench/smoke/, not meant to be
+# committed). <name> is <date>-<topology>, plus -quick or -smoke for those
+# modes, plus -<BENCH_TAG>. Any BENCH_* variable of guest_bench.py given in
 # the environment overrides the mode's choice. BENCH_ESN_BASE=<scx_esn build>
 # with esn-base in BENCH_SCHEDULERS runs a second build beside this one;
 # BENCH_TAG=<tag> adds -<tag> to the result's name.
@@ -70,7 +71,9 @@ overrides=$(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(QUICK|SMOKE|TOPO
 	sort | sed -E 's/^([^=]+)=(.*)$/\1="\2" /' | tr -d '\n')
 for topo in $topologies; do
 	defaults "$topo"
-	name=$date-$topo${BENCH_TAG:+-$BENCH_TAG}
+	# A quick or smoke run is named apart, so it never replaces (nor, with
+	# its rm -rf, deletes the raw points of) the day's full run.
+	name=$date-$topo$([[ $mode != full ]] && echo "-$mode")${BENCH_TAG:+-$BENCH_TAG}
 	raw_dir=$repo/build/bench/numa/$name
 	if [[ $mode == smoke ]]; then
 		md=$repo/build/bench/smoke/$name.md plots=$repo/build/bench/smoke/$name
