@@ -168,16 +168,18 @@ def wait_disabled(limit):
     return sx_state() == "disabled"
 
 
+LEARNING_ARGS = ["--no-state", "--stats", "1", "--control-interval", "1"]
+
+
 def sched_command(name):
     if name == "eevdf":
         return None
     if name == "esn":
-        return [ESN, "--no-state", "--stats", "1", "--control-interval", "1"]
+        return [ESN] + LEARNING_ARGS
     if name == "esn-base":
         # Another build of scx_esn (BENCH_ESN_BASE), learning too: a change's
         # before and after, side by side in one boot.
-        return [os.environ["BENCH_ESN_BASE"], "--no-state", "--stats", "1",
-                "--control-interval", "1"]
+        return [os.environ["BENCH_ESN_BASE"]] + LEARNING_ARGS
     m = re.fullmatch(r"esn-t(\d+)", name)
     if m:
         return [ESN, "--threshold", m.group(1), "--no-state", "--stats", "1"]

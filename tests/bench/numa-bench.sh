@@ -17,8 +17,7 @@
 # committed). <name> is <date>-<topology>, plus -quick or -smoke for those
 # modes, plus -<BENCH_TAG>. Any BENCH_* variable of guest_bench.py given in
 # the environment overrides the mode's choice. BENCH_ESN_BASE=<scx_esn build>
-# with esn-base in BENCH_SCHEDULERS runs a second build beside this one;
-# BENCH_TAG=<tag> adds -<tag> to the result's name.
+# with esn-base in BENCH_SCHEDULERS runs a second build beside this one.
 # Exit status: 0 when every boot finished with a measured point for every
 # scheduler (a failed point is reported, not fatal), 1 otherwise, 2 on setup
 # errors. Root only (qemu, BPF in the guest).
