@@ -513,6 +513,18 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
+ * The vtime @p's current run costs so far: the time since ops.running,
+ * inversely to weight (nice). 0 when it is not running.
+ */
+static __always_inline u64 run_charge(struct task_struct *p,
+				      struct esn_sched_task *st, u64 now)
+{
+	if (!st->running_at || !time_after(now, st->running_at))
+		return 0;
+	return scale_by_task_weight_inverse(p, now - st->running_at);
+}
+
+/*
  * @p starts running on @node: its vtime moves onto @node's clock (a stolen
  * task was queued against another one), and the clock moves up to it.
  */
@@ -859,12 +871,11 @@ static bool prev_keeps_cpu(struct task_struct *prev,
 			   struct task_struct *fair_head)
 {
 	struct esn_sched_task *st = sched_task(prev);
-	u64 vtime = prev->scx.dsq_vtime, now = bpf_ktime_get_ns();
+	u64 vtime;
 
 	if (!st)
 		return false;
-	if (st->running_at && time_after(now, st->running_at))
-		vtime += scale_by_task_weight_inverse(prev, now - st->running_at);
+	vtime = prev->scx.dsq_vtime + run_charge(prev, st, bpf_ktime_get_ns());
 	/* One head at a time: the verifier refuses `!a && !b` on pointers. */
 	if (!io_head) {
 		if (!fair_head)
@@ -1009,14 +1020,13 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
 {
 	struct esn_sched_task *st = sched_task(p);
-	u64 now = bpf_ktime_get_ns();
+	u64 now = bpf_ktime_get_ns(), charge;
 
 	if (!st)
 		return;
-	if (st->running_at && time_after(now, st->running_at))
-		scx_bpf_task_set_dsq_vtime(
-			p, p->scx.dsq_vtime + scale_by_task_weight_inverse(
-						      p, now - st->running_at));
+	charge = run_charge(p, st, now);
+	if (charge)
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + charge);
 	st->running_at = 0;
 	if (runnable)
 		st->runnable_at = now;
