@@ -594,33 +594,58 @@ static bool cpu_preemptible_for_io(s32 cpu)
 }
 
 /*
+ * A CPU of @node for a placed task that woke to find none idle: @prev_cpu if
+ * it is the node's and may be preempted, else one other CPU of the node if
+ * that one may, else a CPU of the node anyway (the task then queues there).
+ * The choice is made here, not in enqueue, because enqueue may preempt only
+ * the CPU it was called for (see preempt_for_io).
+ */
+static s32 busy_cpu_on_node(struct task_struct *p, u32 node, s32 prev_cpu)
+{
+	const struct cpumask *cpus = task_node_cpus(p, node);
+	bool prev_on_node;
+	s32 cpu;
+
+	if (!cpus)
+		return prev_cpu;
+	prev_on_node = bpf_cpumask_test_cpu(prev_cpu, cpus);
+	if (prev_on_node && cpu_preemptible_for_io(prev_cpu))
+		return prev_cpu;
+	cpu = bpf_cpumask_any_distribute(cpus);
+	if (cpu >= scx_bpf_nr_cpu_ids())
+		return prev_cpu;
+	if (cpu_preemptible_for_io(cpu) || !prev_on_node)
+		return cpu;
+	return prev_cpu;
+}
+
+/*
  * A placed task woke and no CPU of @node is idle: put it straight on the
- * local queue of a node CPU that runs a non-I/O task, preempting that task.
- * Each I/O completion wakes the task, so waiting for a slice to end at every
- * wake-up would cap its IOPS; this costs a context switch instead, and the
- * preempted task is charged only what it ran. Wake-ups only: a placed task
- * whose slice ran out has just had the CPU and queues like anyone else.
- * Candidates: the CPU it was queued on, then one other CPU of the node it
- * may use. Returns false when every candidate already runs an I/O task.
+ * local queue of the node CPU it is enqueued on (select_cpu chose one that
+ * runs a non-I/O task where it could), preempting that task. Each I/O
+ * completion wakes the task, so waiting for a slice to end at every wake-up
+ * would cap its IOPS; this costs a context switch instead, and the preempted
+ * task is charged only what it ran. Wake-ups only: a placed task whose slice
+ * ran out has just had the CPU and queues like anyone else.
+ *
+ * Only this CPU: enqueue holds its runqueue lock, under which cpu_release
+ * and ops.running write cpu_spared, so "not held by an RT task" stays true
+ * until the insert lands. An insert into another CPU's local queue is
+ * carried out later, under that CPU's lock; an RT task that took that CPU
+ * in between has already had cpu_release empty its queue, and the task
+ * would wait there until the deadline server next lends the CPU to
+ * sched_ext, up to ~950 ms (seen as fio's max latency beside an RT spinner).
  */
 static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
 			   u32 node, u64 enq_flags)
 {
-	const struct cpumask *cpus;
 	s32 cpu = scx_bpf_task_cpu(p);
 
-	if (!(enq_flags & SCX_ENQ_WAKEUP))
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || node_of_cpu(cpu) != node ||
+	    !cpu_preemptible_for_io(cpu))
 		return false;
-	cpus = task_node_cpus(p, node);
-	if (!cpus)
-		return false;
-	if (!bpf_cpumask_test_cpu(cpu, cpus) || !cpu_preemptible_for_io(cpu)) {
-		cpu = bpf_cpumask_any_distribute(cpus);
-		if (!cpu_preemptible_for_io(cpu))
-			return false;
-	}
 	wait_on_node(p, st, node, enq_flags);
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
 	stat_inc(ESN_STAT_IO_PREEMPT);
 	return true;
@@ -741,14 +766,14 @@ static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 
 /*
  * Wake-up: the one moment a task can move cheaply. A placed task goes to an
- * idle CPU of its node, or at least to a CPU of its node so enqueue queues
- * it there; anyone else gets the kernel's default idle pick.
+ * idle CPU of its node, or at least to a CPU of its node that enqueue may
+ * preempt for it (or queue it on); anyone else gets the kernel's default
+ * idle pick.
  */
 s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	struct esn_sched_task *st = sched_task(p);
-	const struct cpumask *cpus;
 	bool is_idle = false;
 	u8 node;
 	s32 cpu;
@@ -761,15 +786,7 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 			stat_inc(ESN_STAT_IO_DIRECT);
 			return cpu;
 		}
-		if (node_of_cpu(prev_cpu) == node)
-			return prev_cpu;
-		cpus = task_node_cpus(p, node);
-		if (cpus) {
-			cpu = bpf_cpumask_any_distribute(cpus);
-			if (cpu < scx_bpf_nr_cpu_ids())
-				return cpu;
-		}
-		return prev_cpu;
+		return busy_cpu_on_node(p, node, prev_cpu);
 	}
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);

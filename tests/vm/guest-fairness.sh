@@ -25,9 +25,12 @@
 #      fill node 1's two slots, one of them is made SCHED_FIFO (it leaves
 #      sched_ext, still doing I/O), then a third fio job starts: >= 90 % of its
 #      bios come from node 1 (bpftrace).
+#      The stall is a race (one run in six failed before it was closed), so
+#      scx_esn's R runs ESN_RT_REPEATS times and every run must pass.
 #   L. scx_esn is still loaded at the end, with no sched_ext error in dmesg.
 # Environment: ESN_BIN, ESN_SCHED_ARGS, ESN_LOAD_TIMEOUT (30), ESN_FIO_RUNTIME
-# (15), ESN_SPIN_SECS (10), ESN_RT_MAX_MS (250).
+# (15), ESN_SPIN_SECS (10), ESN_RT_MAX_MS (250), ESN_RT_REPEATS (3),
+# ESN_FAIR_LOADS (N R S: the loads to run, e.g. R alone to chase the race).
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
@@ -38,6 +41,8 @@ load_timeout=${ESN_LOAD_TIMEOUT:-30}
 runtime=${ESN_FIO_RUNTIME:-15}
 spin_secs=${ESN_SPIN_SECS:-10}
 rt_max_ms=${ESN_RT_MAX_MS:-250}
+rt_repeats=${ESN_RT_REPEATS:-3}
+loads=" ${ESN_FAIR_LOADS:-N R S} "
 sched_out=$ESN_WORK/scx_esn.stdout
 sched_err=$ESN_WORK/scx_esn.stderr
 clk_tck=$(getconf CLK_TCK)
@@ -120,11 +125,17 @@ say "fairness test on $(uname -r); bin=$bin ${sched_args[*]}"
 require_nvme_and_sched_ext
 [[ -x $bin ]] || { check "scx_esn binary" 0 "not found at $bin; run make first"; finish_all; }
 
+runs() { [[ $loads == *" $1 "* ]]; } # LOAD: was it asked for (ESN_FAIR_LOADS)?
+
 # ---- references under EEVDF ------------------------------------------------------
-nice_run EEVDF
-ref_ratio=$NICE_RATIO ref_pin=$PIN_PCT
-rt_run eevdf
-ref_p999=$RT_P999_MS ref_max=$RT_MAX_MS ref_iops=$RT_IOPS
+if runs N; then
+	nice_run EEVDF
+	ref_ratio=$NICE_RATIO ref_pin=$PIN_PCT
+fi
+if runs R; then
+	rt_run eevdf
+	ref_p999=$RT_P999_MS ref_max=$RT_MAX_MS ref_iops=$RT_IOPS
+fi
 
 # ---- scx_esn ----------------------------------------------------------------------
 if ! sched_start "$sched_out" "$sched_err" "$load_timeout" "$bin" "${sched_args[@]}"; then
@@ -133,16 +144,31 @@ if ! sched_start "$sched_out" "$sched_err" "$load_timeout" "$bin" "${sched_args[
 fi
 say "scx_esn loaded after ${SCHED_TOOK}s"
 
-nice_run scx_esn
-check "N1 nice 0 vs 10 beside a pinned hog: CPU >= 3x" "$(pct_ge "$NICE_RATIO" 3 && echo 1 || echo 0)" \
-	"scx_esn ${NICE_RATIO}x, EEVDF ${ref_ratio}x"
-check "N2 pinned nice-19 hog: <= 50 % of its CPU" "$(awk -v p="$PIN_PCT" 'BEGIN { print (p <= 50) ? 1 : 0 }')" \
-	"scx_esn $PIN_PCT %, EEVDF $ref_pin %"
+if runs N; then
+	nice_run scx_esn
+	check "N1 nice 0 vs 10 beside a pinned hog: CPU >= 3x" "$(pct_ge "$NICE_RATIO" 3 && echo 1 || echo 0)" \
+		"scx_esn ${NICE_RATIO}x, EEVDF ${ref_ratio}x"
+	check "N2 pinned nice-19 hog: <= 50 % of its CPU" "$(awk -v p="$PIN_PCT" 'BEGIN { print (p <= 50) ? 1 : 0 }')" \
+		"scx_esn $PIN_PCT %, EEVDF $ref_pin %"
+fi
 
-rt_run scx_esn
-check "R fio beside an RT spinner: max clat <= ${rt_max_ms} ms" \
-	"$(awk -v p="$RT_MAX_MS" -v lim="$rt_max_ms" 'BEGIN { print (p >= 0 && p <= lim) ? 1 : 0 }')" \
-	"scx_esn max $RT_MAX_MS ms (p99.9 $RT_P999_MS, $RT_IOPS IOPS); EEVDF max $ref_max ms (p99.9 $ref_p999, $ref_iops IOPS)"
+if runs R; then
+	over=0 maxes=()
+	for ((i = 1; i <= rt_repeats; i++)); do
+		rt_run "scx_esn-$i"
+		maxes+=("$RT_MAX_MS")
+		awk -v p="$RT_MAX_MS" -v lim="$rt_max_ms" 'BEGIN { exit !(p >= 0 && p <= lim) }' || over=$((over + 1))
+	done
+	check "R fio beside an RT spinner: max clat <= ${rt_max_ms} ms in all $rt_repeats runs" "$((over == 0))" \
+		"scx_esn max per run ${maxes[*]} ms ($over over; last p99.9 $RT_P999_MS, $RT_IOPS IOPS); EEVDF max $ref_max ms (p99.9 $ref_p999, $ref_iops IOPS)"
+fi
+
+if ! runs S; then
+	ok=0
+	[[ $(sx_state) == enabled ]] && sched_alive && ok=1
+	check "L scx_esn still loaded" "$ok" "state=$(sx_state)"
+	finish_all
+fi
 
 # ---- S. a slot held by a task that left sched_ext ----------------------------------
 if ! bio_trace_start "$dev"; then
