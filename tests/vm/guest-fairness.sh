@@ -163,40 +163,35 @@ if runs R; then
 		"scx_esn max per run ${maxes[*]} ms ($over over; last p99.9 $RT_P999_MS, $RT_IOPS IOPS); EEVDF max $ref_max ms (p99.9 $ref_p999, $ref_iops IOPS)"
 fi
 
-if ! runs S; then
-	ok=0
-	[[ $(sx_state) == enabled ]] && sched_alive && ok=1
-	check "L scx_esn still loaded" "$ok" "state=$(sx_state)"
-	finish_all
-fi
-
 # ---- S. a slot held by a task that left sched_ext ----------------------------------
-if ! bio_trace_start "$dev"; then
-	check "bpftrace attaches" 0 "no marker within ${ESN_BT_ATTACH_TIMEOUT}s"
-	finish_all
+if runs S; then
+	if ! bio_trace_start "$dev"; then
+		check "bpftrace attaches" 0 "no marker within ${ESN_BT_ATTACH_TIMEOUT}s"
+		finish_all
+	fi
+	fio_randread_args "$dev" 2 $((runtime + 30))
+	"${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1 &
+	fio_a=$!
+	sleep 8
+	a_tids=$(pgrep -P "$fio_a" | tr '\n' ' ')
+	fifo_tid=${a_tids%% *}
+	if [[ -n $fifo_tid ]] && chrt -f -p 1 "$fifo_tid"; then
+		say "S: fio worker $fifo_tid is now $(chrt -p "$fifo_tid" | head -n1)"
+	else
+		say "S: could not make a fio worker SCHED_FIFO (pid '$fifo_tid')"
+	fi
+	fio_randread_args "$dev" 1 "$runtime"
+	MB_SKIP=2 measure_bios_during $((runtime + 60)) -- "${FIO[@]}"
+	# The new job: fio threads other than the first job's (main process and workers).
+	b_pct=$(awk -v a="$fio_a $a_tids" 'BEGIN { n = split(a, t, " "); for (i = 1; i <= n; i++) old[t[i]] = 1 }
+		$2 == "fio" && !($1 in old) { n0 += $3; n1 += $4 }
+		END { printf "%.1f", (n0 + n1 > 0 ? 100 * n1 / (n0 + n1) : 0) }' "$MB_TIDFILE")
+	kill "$fio_a" 2>/dev/null
+	wait "$fio_a" 2>/dev/null
+	check "S slot freed by SCHED_FIFO: new job >= 90 % from node 1" "$(awk -v p="$b_pct" 'BEGIN { print (p >= 90) ? 1 : 0 }')" \
+		"new job $b_pct % of its bios from node 1 (the FIFO worker: tid ${fifo_tid:-none})"
+	bio_trace_stop
 fi
-fio_randread_args "$dev" 2 $((runtime + 30))
-"${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1 &
-fio_a=$!
-sleep 8
-a_tids=$(pgrep -P "$fio_a" | tr '\n' ' ')
-fifo_tid=${a_tids%% *}
-if [[ -n $fifo_tid ]] && chrt -f -p 1 "$fifo_tid"; then
-	say "S: fio worker $fifo_tid is now $(chrt -p "$fifo_tid" | head -n1)"
-else
-	say "S: could not make a fio worker SCHED_FIFO (pid '$fifo_tid')"
-fi
-fio_randread_args "$dev" 1 "$runtime"
-MB_SKIP=2 measure_bios_during $((runtime + 60)) -- "${FIO[@]}"
-# The new job: fio threads other than the first job's (main process and workers).
-b_pct=$(awk -v a="$fio_a $a_tids" 'BEGIN { n = split(a, t, " "); for (i = 1; i <= n; i++) old[t[i]] = 1 }
-	$2 == "fio" && !($1 in old) { n0 += $3; n1 += $4 }
-	END { printf "%.1f", (n0 + n1 > 0 ? 100 * n1 / (n0 + n1) : 0) }' "$MB_TIDFILE")
-kill "$fio_a" 2>/dev/null
-wait "$fio_a" 2>/dev/null
-check "S slot freed by SCHED_FIFO: new job >= 90 % from node 1" "$(awk -v p="$b_pct" 'BEGIN { print (p >= 90) ? 1 : 0 }')" \
-	"new job $b_pct % of its bios from node 1 (the FIFO worker: tid ${fifo_tid:-none})"
-bio_trace_stop
 
 # ---- L. still loaded ---------------------------------------------------------------
 errs=$(dmesg | grep -iE 'sched_ext' | grep -iE 'error|stall|fail|runnable task stall|disabled \(' || true)

@@ -51,16 +51,15 @@ off_local=$PAIR_LOCAL_US
 # host a calibration is now and then off by more than the window (CI, once:
 # 1.646 after a probe read 2.34x at 397 us and local latency rose 15 % after
 # it). One more calibration is allowed; both attempts are reported.
-f_tries=()
-for attempt in 1 2; do
+ok=0 f_tries=()
+for _ in 1 2; do
 	lab_start --factor 2.0 || break
 	fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
 	lab_stop
 	f_tries+=("$PAIR_RATIO")
-	within "$PAIR_RATIO" 1.7 2.3 && break
+	within "$PAIR_RATIO" 1.7 2.3 && { ok=1; break; }
 done
 if ((${#f_tries[@]})); then
-	ok=0; within "$PAIR_RATIO" 1.7 2.3 && ok=1
 	check "F --factor 2.0: remote/local clat within 2.0 +-15 %" "$ok" \
 		"ratio $PAIR_RATIO (local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; calibrations: ${#f_tries[@]}, ratios ${f_tries[*]}); $LAB_LINE"
 	# fio's I/Os are all the NVMe saw; the lab counts requests (one per 4k read).
