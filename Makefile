@@ -62,8 +62,11 @@ vm-test: build
 	tests/vm/run.sh lab
 
 # One point per scheduler of the NUMA benchmark, so it cannot rot (builds the
-# peer schedulers once: tests/bench/peers.sh).
+# peer schedulers once: tests/bench/peers.sh), and the report's self-test on
+# synthetic points with known answers (Debian's python3 has matplotlib, which
+# tests/vm/setup.sh installs).
 bench-smoke: build
+	/usr/bin/python3 tests/bench/report.py --selftest $(CURDIR)/build/bench/report-selftest
 	BENCH_SMOKE=1 tests/bench/numa-bench.sh
 
 demo: deps build

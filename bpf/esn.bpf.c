@@ -136,6 +136,8 @@ struct esn_sched_task {
 	u64 runnable_at; /* became runnable (woke or was preempted); 0: running */
 	u64 running_at;	 /* started its current run */
 	bool io_placed;	 /* placed at its last wake-up or enqueue */
+	bool woke_node_set; /* select_cpu's woke_node awaits its enqueue */
+	u8 woke_node;	 /* task_io_node() at select_cpu (ESN_NO_NODE: fair) */
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
 };
@@ -471,6 +473,23 @@ static u8 task_io_node(struct task_struct *p, struct esn_sched_task *st)
 }
 
 /*
+ * task_io_node() for enqueue: a wake-up that found no idle CPU in select_cpu
+ * reaches enqueue microseconds later, under the same wake-up, so select_cpu's
+ * answer is reused rather than the placement tables walked twice. Any other
+ * enqueue (slice expiry, preemption, a wake-up without select_cpu) decides
+ * afresh; ops.running drops an answer no enqueue took (direct dispatch).
+ */
+static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
+			  u64 enq_flags)
+{
+	if (st && st->woke_node_set && (enq_flags & SCX_ENQ_WAKEUP)) {
+		st->woke_node_set = false;
+		return st->woke_node;
+	}
+	return task_io_node(p, st);
+}
+
+/*
  * The clock of the scheduler's own timestamps (waits, runs, queue ages):
  * the runqueue clock the kernel already read, where bpf_ktime_get_ns()
  * reads the clocksource at every call. Most machines read the TSC either
@@ -794,6 +813,10 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	s32 cpu;
 
 	node = task_io_node(p, st);
+	if (st) {
+		st->woke_node = node;
+		st->woke_node_set = true;
+	}
 	if (node != ESN_NO_NODE) {
 		cpu = pick_idle_on_node(p, node, prev_cpu);
 		if (cpu >= 0) {
@@ -834,7 +857,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 	 * whatever its nice.
 	 */
 	if (task_is_pinned(p)) {
-		task_io_node(p, st);
+		enqueue_io_node(p, st, enq_flags);
 		if ((enq_flags & SCX_ENQ_WAKEUP) || is_migration_disabled(p)) {
 			node = node_of_cpu(scx_bpf_task_cpu(p));
 			wait_on_node(p, st, node, enq_flags);
@@ -846,7 +869,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 		goto fair;
 	}
 
-	node = task_io_node(p, st);
+	node = enqueue_io_node(p, st, enq_flags);
 	if (node != ESN_NO_NODE) {
 		cpu = pick_idle_on_node(p, node, -1);
 		if (cpu < 0 && preempt_for_io(p, st, node, enq_flags))
@@ -1038,6 +1061,7 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 		*spared = io;
 	if (!st)
 		return;
+	st->woke_node_set = false;
 	now = sched_now();
 	account_wait(st, cpu, now);
 	st->running_at = now;

@@ -13,7 +13,7 @@ export ESN_WORK
 python3 "$ESN_REPO/tests/bench/guest_bench.py"
 rc=$?
 raw=${BENCH_RAW:?}
-ok=0
+ok=0 verdict="0 guest_bench.py exited $rc before it could judge the points"
 if ((rc == 0)) && [[ -s $raw ]]; then
 	verdict=$(python3 - "$raw" <<'PY'
 import json, sys

@@ -41,12 +41,18 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from bpfcost import cost_delta, prog_costs
+
 REPO = os.environ["ESN_REPO"]
 WORK = os.environ.get("ESN_WORK", "/tmp/esn-work")
 ESN = os.path.join(REPO, "target/release/scx_esn")
 LAB = os.path.join(REPO, "tests/lab/remote-penalty")
 PEERS = os.path.join(REPO, "build/peers/bin")
 BT_SCRIPT = os.path.join(REPO, "tests/bench/bio-dev-node.bt")
+# Time every BPF program run (kernel.bpf_stats_enabled) to report what each
+# scheduler's programs cost. All schedulers pay the timing alike, EEVDF only
+# for the referee's and the lab's programs.
+BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
 
 
 def log(msg):
@@ -238,6 +244,13 @@ class Scheduler:
         return out
 
 
+def sched_bpf_costs(sched):
+    """The scheduler process's BPF programs' cumulative cost; None for EEVDF."""
+    if sched.proc is None or not BPF_STATS:
+        return None
+    return prog_costs(sched.proc.pid)
+
+
 # -------------------------------------------------------------------- loads --
 def load_spec(name):
     """(kind, jobs per device, engine, iodepth) of a load name."""
@@ -326,10 +339,11 @@ def run_point(load, sched_name, ctx):
     tag = f"{ctx['penalty']}-{ctx['rep']}-{load}-{sched_name}"
     point = {"kind": "point", "penalty": ctx["penalty"], "rep": ctx["rep"], "load": load,
              "load_kind": kind, "jobs": jobs, "sched": sched_name, "ok": False}
-    sched = Scheduler(sched_name, tag)
-    point["sched_load_s"] = round(sched.load_s, 2)
-    procs = {}
+    sched, procs = None, {}
     try:
+        # A scheduler that does not load is a failed point like any other.
+        sched = Scheduler(sched_name, tag)
+        point["sched_load_s"] = round(sched.load_s, 2)
         fio_json = os.path.join(WORK, f"fio-{tag}.json")
         if kind in ("io", "hog-io"):
             procs["fio"] = subprocess.Popen(
@@ -348,7 +362,8 @@ def run_point(load, sched_name, ctx):
                  "-D", f"{runtime + ramp}", "--default-system"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(ramp)
-        stat0, bios0 = cpu_times(), ctx["referee"].snapshot()
+        bios0 = ctx["referee"].snapshot()
+        stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
         t0 = time.time()
         outputs = {}
         for name, p in procs.items():
@@ -360,8 +375,12 @@ def run_point(load, sched_name, ctx):
                 raise RuntimeError(f"{name} did not finish in time")
             if p.returncode != 0:
                 raise RuntimeError(f"{name} exit {p.returncode}: {(outputs[name] or '')[-300:]}")
-        stat1, bios1 = cpu_times(), ctx["referee"].snapshot()
+        stat1, bpf1 = cpu_times(), sched_bpf_costs(sched)
         point["window_s"] = round(time.time() - t0, 2)
+        bios1 = ctx["referee"].snapshot()
+        if bpf0 is not None and bpf1 is not None:
+            # {program: [run_time_ns, runs]} over the window (kernel.bpf_stats).
+            point["bpf"] = cost_delta(bpf0, bpf1)
         if not sched.alive():
             raise RuntimeError(f"{sched_name} died during the point: {open(sched.out).read()[-300:]}")
         win = window_figures(stat0, stat1, ctx["nodes"], ctx["devices"], bios0, bios1)
@@ -394,7 +413,8 @@ def run_point(load, sched_name, ctx):
             if p.poll() is None:
                 p.kill()
     finally:
-        sched.stop()
+        if sched is not None:
+            sched.stop()
     return point
 
 
@@ -466,7 +486,7 @@ def main():
             "schedulers": scheds, "loads": loads, "penalties": penalties + light,
             "light_penalties": light, "repeats": repeats, "runtime_s": ctx["runtime"],
             "ramp_s": ctx["ramp"], "mode": os.environ.get("BENCH_MODE", "full"), "peers": peers,
-            "esn_base": os.environ.get("BENCH_ESN_BASE") or None}
+            "esn_base": os.environ.get("BENCH_ESN_BASE") or None, "bpf_stats": BPF_STATS}
     done, boots = set(), 0
     if os.path.exists(raw_path):
         # A guest that died mid-write leaves a line without its newline: drop it,
@@ -498,6 +518,9 @@ def main():
     log(f"bench: {meta['topology']} nodes {nodes} devices {devices}")
     log(f"bench: schedulers {scheds}; loads {loads}; penalties {penalties} (+light {light}); "
         f"{repeats} repeats; {ctx['runtime']} s + {ctx['ramp']} s ramp")
+    if BPF_STATS:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
     ctx["referee"] = BioReferee()
     log("bench: bpftrace referee attached")
     n_ok = n_fail = 0

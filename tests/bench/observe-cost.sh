@@ -121,48 +121,10 @@ now_us() {
 	echo "${t//[.,]/}"
 }
 
-# "run_time_ns run_cnt programs" summed over the BPF program fds of PID (only
-# program fds have run_cnt in their fdinfo); with FILE, also one line per
-# program there: "name run_time_ns run_cnt", the name from /proc/kallsyms
-# (bpf_prog_<tag>_<name>, only listed while loaded). Fails if PID is gone.
+# "run_time_ns run_cnt programs" summed over the BPF program fds of PID; with
+# FILE, also one line per program there (bpfcost.py). Fails if PID is gone.
 fdinfo_cost() { # PID [FILE]
-	python3 - "$@" <<'EOF'
-import os
-import re
-import sys
-
-d = f"/proc/{sys.argv[1]}/fdinfo"
-if not os.path.isdir(d):
-    sys.exit(1)
-run_time = run_cnt = progs = 0
-lines = []
-for fd in os.listdir(d):
-    try:
-        with open(os.path.join(d, fd)) as f:
-            fields = dict(
-                (k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in f)
-            )
-    except OSError:  # closed meanwhile
-        continue
-    if "run_cnt" in fields and "run_time_ns" in fields:
-        run_time += int(fields["run_time_ns"])
-        run_cnt += int(fields["run_cnt"])
-        progs += 1
-        lines.append((fields.get("prog_tag", "?"), fields["run_time_ns"], fields["run_cnt"]))
-if len(sys.argv) > 2:
-    names = {}
-    try:
-        with open("/proc/kallsyms") as f:
-            for m in re.finditer(r" bpf_prog_([0-9a-f]{16})_(\S+)", f.read()):
-                names.setdefault(m.group(1), set()).add(m.group(2))
-    except OSError:
-        pass
-    with open(sys.argv[2], "w") as f:
-        for tag, ns, runs in lines:
-            name = "/".join(sorted(names.get(tag, ()))) or f"tag:{tag}"
-            f.write(f"{name} {ns} {runs}\n")
-print(run_time, run_cnt, progs)
-EOF
+	python3 "$here/bpfcost.py" "$@"
 }
 
 obs_secs=$((runtime + margin))

@@ -88,6 +88,9 @@ FIGURES = {
     "hackbench_s": Figure("hackbench s", -1, "s"),
     "wakeup_avg_us": Figure("wakeup avg µs", -1, "us"),
     "wakeup_max_us": Figure("wakeup max µs", -1, "us"),
+    # Derived from a point's "bpf" (kernel.bpf_stats) when load_raw reads it.
+    "bpf_cpu_pct": Figure("BPF CPU %", -1, "pct"),
+    "bpf_us_per_io": Figure("BPF µs/IO", -1, "us"),
 }
 
 # The tables of "All figures" per load kind, split so that none passes seven
@@ -192,7 +195,9 @@ class Run:
         self.peers = [s for s in self.scheds if s.startswith("scx_")]
         self.statics = sorted((s for s in self.scheds if static_threshold(s)), key=static_threshold)
         self._by_key = {}
+        ncpus = sum(len(n.get("cpus", [])) for n in meta.get("nodes", []))
         for p in points:
+            add_bpf_figures(p, ncpus)
             self._by_key.setdefault((p["penalty"], p["load"], p["sched"]), []).append(p)
 
     def ran(self, penalty, load, sched):
@@ -272,6 +277,17 @@ def check_point(lineno, p):
         if p.get(key) is None:
             raise ReportError(f"line {lineno}: point without '{key}'")
     p["penalty"] = str(p["penalty"])
+
+
+def add_bpf_figures(p, ncpus):
+    """BPF CPU % of the whole machine and µs per I/O from the point's "bpf"."""
+    bpf = p.get("bpf")
+    if not isinstance(bpf, dict) or not is_number(p.get("window_s")) or p["window_s"] <= 0:
+        return
+    total_ns = sum(v[0] for v in bpf.values())
+    p["bpf_cpu_pct"] = 100.0 * total_ns / 1e9 / p["window_s"] / max(1, ncpus)
+    if is_number(p.get("ios")) and p["ios"] > 0:
+        p["bpf_us_per_io"] = total_ns / 1e3 / p["ios"]
 
 
 def load_raw(path):
@@ -724,6 +740,60 @@ def plots_section(plots, md_dir):
     return lines
 
 
+# ------------------------------------------------------------------ bpf cost --
+def callback_of(prog):
+    """A program's name without its scheduler's prefix: esn_enqueue -> enqueue."""
+    return prog.split("_", 1)[1] if "_" in prog else prog
+
+
+def bpf_callbacks(run, sched):
+    """{callback: [ns, runs]} over every ok point of sched."""
+    out = {}
+    for p in run.points:
+        if p.get("ok") and p["sched"] == sched and isinstance(p.get("bpf"), dict):
+            for prog, (ns, runs) in p["bpf"].items():
+                acc = out.setdefault(callback_of(prog), [0, 0])
+                acc[0] += ns
+                acc[1] += runs
+    return out
+
+
+def bpf_section(run):
+    scheds = [s for s in run.scheds if s != BASELINE and bpf_callbacks(run, s)]
+    if not scheds:
+        return []
+    lines = ["## BPF cost", "",
+             "Each scheduler's own BPF programs, timed by the kernel (kernel.bpf_stats_enabled) "
+             "over each point's window; EEVDF runs none. CPU % is of the whole machine, µs/IO "
+             "per completed fio I/O; median [min–max] over the repeats.", ""]
+    rows = []
+    for penalty in run.penalties:
+        for load in run.loads_at(penalty):
+            row = [penalty_title(penalty), load]
+            for s in scheds:
+                cell = fmt_spread(run.summary(penalty, load, s, "bpf_cpu_pct"),
+                                  lambda v: f"{v:.2f}", run.repeats, " %")
+                per_io = run.summary(penalty, load, s, "bpf_us_per_io")
+                if per_io:
+                    cell += " · " + fmt_spread(per_io, lambda v: f"{v:.1f}", run.repeats, " µs/IO")
+                row.append(cell)
+            rows.append(row)
+    lines += md_table(["lab", "load"] + scheds, rows)
+    per_cb = {s: bpf_callbacks(run, s) for s in scheds}
+    # Callbacks most schedulers have first, so the peers' rows line up.
+    names = sorted({cb for cbs in per_cb.values() for cb in cbs},
+                   key=lambda cb: (-sum(cb in cbs for cbs in per_cb.values()), cb))
+    lines += ["Per program run, every point pooled: ns per run (runs).", ""]
+    rows = []
+    for cb in names:
+        row = [cb]
+        for s in scheds:
+            ns, runs = per_cb[s].get(cb, (0, 0))
+            row.append(f"{ns / runs:.0f} ({runs})" if runs else "–")
+        rows.append(row)
+    return lines + md_table(["program"] + scheds, rows)
+
+
 # --------------------------------------------------------------- lab, failed --
 def lab_section(run):
     lines = ["## The lab", ""]
@@ -751,7 +821,8 @@ def report(raw, out_md, plot_dir, command=None):
     os.makedirs(md_dir, exist_ok=True)
     plots = draw_plots(run, plot_dir) if plt is not None else []
     lines = (header_section(run, command) + answer_section(run) + figures_section(run)
-             + plots_section(plots, md_dir) + lab_section(run) + failed_section(run))
+             + bpf_section(run) + plots_section(plots, md_dir) + lab_section(run)
+             + failed_section(run))
     with open(out_md, "w", encoding="utf-8") as f:
         f.write("\n".join(lines).rstrip() + "\n")
     if plt is None:
@@ -790,7 +861,7 @@ def synthetic_figures(rng, penalty, rep, load, sched):
         p["p99_us"] = 400 * jobs / gain
         p["local_share_pct"] = None if sched == "scx_bpfland" and rep == 3 else \
             min(100.0, (50 if sched == BASELINE else 80) * gain)
-        p["bios"] = int(p["iops"] * 10)
+        p["bios"] = p["ios"] = int(p["iops"] * 10)
         p["cpu_per_io_us"] = 30 / gain
         p["idle_nodes_busy_pct"] = 20 * gain
     if kind in ("hog-io", "cpu"):
@@ -800,6 +871,12 @@ def synthetic_figures(rng, penalty, rep, load, sched):
         p["hackbench_s"] = 2.5 / gain
     if kind == "wakeup":
         p["wakeup_avg_us"], p["wakeup_max_us"] = 80 / gain, 3000 / gain
+    if sched != BASELINE:
+        p["window_s"] = 10.0
+        # 200 ns per enqueue for every scheduler, and scx_esn's block hook.
+        p["bpf"] = {f"{sched.split('_')[-1]}_enqueue": [200 * 50000, 50000]}
+        if sched.startswith("esn"):
+            p["bpf"]["esn_block_rq_complete"] = [4000 * 10000, 10000]
     if sched == LEARNED:
         best = 1 if (jobs or 1) <= 2 else 2
         p["threshold"] = {"1": 3 - best if rep == 2 and jobs == 4 else best}
@@ -875,6 +952,12 @@ def selftest_checks(outdir, md, plot_dir, written):
     off = md_part(text, "### With the lab off: what locality costs")
     expect("| io-2 | 1.10x [0.90–1.20] |" in off,
            "per-repeat ratios 1.2, 0.9, 1.1: 1.10x [0.90–1.20], not the 0.90x of the medians")
+    bpf = md_part(text, "## BPF cost")
+    expect("| enqueue | 200 (" in bpf, "the enqueue row lines up across schedulers: 200 ns")
+    expect("| block_rq_complete | 4000 (" in bpf and "| – |" in bpf,
+           "esn's block hook: 4000 ns, '–' for the peers")
+    # esn at 2.0, io-1: 10 + 40 ms of BPF in 10 s on 4 CPUs, 11000 I/Os.
+    expect("| lab at 2.0 | io-1 | 0.12 % · 4.5 µs/IO |" in bpf, "BPF CPU % and µs/IO")
     failed = md_part(text, "## Failed points")
     expect("| 2.0 | 2 | io-4 | scx_rusty | " + md_escape(SELFTEST_ERROR) + " |" in failed,
            "the failed point is listed with its error")
