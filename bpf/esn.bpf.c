@@ -405,8 +405,7 @@ static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io,
 
 	if (!io || (p->flags & PF_KTHREAD))
 		return ESN_NO_NODE;
-	/* The tracepoints' clock (see sched_now): the score decays on it. */
-	if (io_score_now(io, bpf_ktime_get_ns()) < (bar ? bar : 1))
+	if (io_score_now(io, io_clock_ns()) < (bar ? bar : 1))
 		return ESN_NO_NODE;
 	home = io_task_home_node(io);
 	if (home >= nr_nodes || !node_has_cpu(home))
@@ -496,8 +495,8 @@ static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
  * way, but where the TSC is unusable (a VM whose vCPUs' TSCs disagree
  * falls back to the HPET) each read is a device access: two more of them
  * per context switch made hackbench 1.37x slower in the 2-node VM. Times
- * compared with the block tracepoints' (a task's last I/O) stay on
- * bpf_ktime_get_ns().
+ * compared with the bio hook's (a task's I/O score and last I/O) are on
+ * its clock, io_clock_ns().
  */
 static __always_inline u64 sched_now(void)
 {
@@ -777,7 +776,8 @@ static u64 last_sweep_ns;
 
 static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 {
-	u64 now = bpf_ktime_get_ns();
+	/* The clock of the placements' last I/O times. */
+	u64 now = io_clock_ns();
 
 	/* Peeking a queue walks a DSQ iterator on kernels without
 	 * scx_bpf_dsq_peek(), and since 6.16 the verifier checks this

@@ -20,6 +20,31 @@
 /* Half-life of the per-task I/O score: how fast a task "forgets" its I/O. */
 const volatile u64 io_half_life_ns = 100ULL * 1000 * 1000;
 
+/* The kernel's tick rate; 0 where libbpf found no kernel config. */
+extern int CONFIG_HZ __kconfig __weak;
+
+/*
+ * The clock of the I/O score and the "last I/O" times: jiffies, in ns since
+ * boot (CLOCK_MONOTONIC to within a tick or two, which userspace's decay of
+ * the reported score relies on). A tick is fine resolution against a 100 ms
+ * half-life and a 500 ms idle limit, and reading it is a load, where
+ * bpf_ktime_get_ns() reads the clocksource at every bio and at every wake-up
+ * of a task with an I/O record: a TSC read on most machines, but an HPET
+ * access where the TSC is not stable, 25-50 us each in the TCG VM (the
+ * bench's BPF cost). bpf_ktime_get_coarse_ns() is not allowed in tracing
+ * programs.
+ */
+static __always_inline u64 io_clock_ns(void)
+{
+	u64 hz = CONFIG_HZ;
+	/* INITIAL_JIFFIES: jiffies start 300 s before their 32-bit wrap. */
+	u64 initial = (u32)(-300 * (s32)hz);
+
+	if (!hz || hz > 100000)
+		return bpf_ktime_get_ns();
+	return (bpf_jiffies64() - initial) * (1000000000ULL / hz);
+}
+
 /*
  * The per-task record (struct esn_task_io), keyed by tid. An LRU hash and
  * not task storage: lookups are inlined by the verifier (task storage is a
@@ -170,7 +195,7 @@ int BPF_PROG(esn_bio_queue, struct bio *bio)
 	if (!io)
 		return 0;
 
-	now = bpf_ktime_get_ns();
+	now = io_clock_ns();
 	halvings = io_halvings(io, now);
 	io->score = io_score_now(io, now) + 1;
 	if (halvings >= 64)
