@@ -765,7 +765,10 @@ def bpf_section(run):
     lines = ["## BPF cost", "",
              "Each scheduler's own BPF programs, timed by the kernel (kernel.bpf_stats_enabled) "
              "over each point's window; EEVDF runs none. CPU % is of the whole machine, µs/IO "
-             "per completed fio I/O; median [min–max] over the repeats.", ""]
+             "per completed fio I/O; median [min–max] over the repeats. A timed run includes "
+             "any time its CPU was not running at all: in a VM with more vCPUs than host cores, "
+             "the host's preemptions inflate every figure (CPU % can pass 100), so compare "
+             "schedulers within one report only.", ""]
     rows = []
     for penalty in run.penalties:
         for load in run.loads_at(penalty):
