@@ -52,6 +52,10 @@ def _names_by_tag():
     return names
 
 
+def _prog_name(names, tag):
+    return "/".join(sorted(names.get(tag, ()))) or f"tag:{tag}"
+
+
 def prog_costs(pid):
     """{program name: [run_time_ns, run_cnt]} of PID's programs; None if PID is gone.
 
@@ -64,8 +68,7 @@ def prog_costs(pid):
     names = _names_by_tag()
     out = {}
     for tag, ns, cnt in progs:
-        name = "/".join(sorted(names.get(tag, ()))) or f"tag:{tag}"
-        acc = out.setdefault(name, [0, 0])
+        acc = out.setdefault(_prog_name(names, tag), [0, 0])
         acc[0] += ns
         acc[1] += cnt
     return out
@@ -91,8 +94,7 @@ def main():
         names = _names_by_tag()
         with open(sys.argv[2], "w") as f:
             for tag, ns, cnt in progs:
-                name = "/".join(sorted(names.get(tag, ()))) or f"tag:{tag}"
-                f.write(f"{name} {ns} {cnt}\n")
+                f.write(f"{_prog_name(names, tag)} {ns} {cnt}\n")
     print(sum(p[1] for p in progs), sum(p[2] for p in progs), len(progs))
 
 

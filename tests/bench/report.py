@@ -759,7 +759,8 @@ def bpf_callbacks(run, sched):
 
 
 def bpf_section(run):
-    scheds = [s for s in run.scheds if s != BASELINE and bpf_callbacks(run, s)]
+    per_cb = {s: bpf_callbacks(run, s) for s in run.scheds if s != BASELINE}
+    scheds = [s for s in per_cb if per_cb[s]]
     if not scheds:
         return []
     lines = ["## BPF cost", "",
@@ -782,7 +783,6 @@ def bpf_section(run):
                 row.append(cell)
             rows.append(row)
     lines += md_table(["lab", "load"] + scheds, rows)
-    per_cb = {s: bpf_callbacks(run, s) for s in scheds}
     # Callbacks most schedulers have first, so the peers' rows line up.
     names = sorted({cb for cbs in per_cb.values() for cb in cbs},
                    key=lambda cb: (-sum(cb in cbs for cbs in per_cb.values()), cb))
