@@ -3,18 +3,32 @@
  * blk-mq request observation: who submits each request, from which node, to
  * which device, and how long it queues and runs on the device.
  *
- * Life of a request, as seen here:
+ * A request carries most of what there is to know about it, so nothing is
+ * stored per request where the kernel keeps it, and no clock is read but at
+ * completion:
  *
- *   block_io_start (6.5+, submitter's context)   -> inflight[rq] = start
- *     or block_rq_insert (older kernels)          (task, node, dev, op)
- *   block_rq_issue  (handed to the driver)       -> issue time; an entry is
- *                                                   created here if the start
- *                                                   was missed
- *   block_rq_requeue                             -> issue time cleared
- *   block_rq_merge  (merged into another one)    -> entry dropped
- *   block_rq_complete (IRQ / poll CPU; fires per
- *     partial completion)                        -> first one accounts the
- *                                                   request and drops it
+ *   block_io_start (6.5+, submitter's context)  -> charged to the task and to
+ *                                                  its CPU's node
+ *   block_rq_issue (handed to the driver)       -> nothing where the kernel
+ *                                                  stamps rq->io_start_time_ns
+ *                                                  (queues with block stats:
+ *                                                  wbt, iolatency); elsewhere
+ *                                                  inflight[rq].issue_ns
+ *   block_rq_requeue                            -> counted; the next issue
+ *                                                  stamps again
+ *   block_rq_complete (IRQ / poll CPU; fires
+ *     per partial completion)                   -> the last one accounts the
+ *                                                  request from its fields:
+ *                                                  disk, op, submitting CPU
+ *                                                  (rq->mq_ctx), start
+ *                                                  (rq->start_time_ns, with
+ *                                                  iostats on) and issue
+ *
+ * Kernels before 6.5 have no block_io_start: block_rq_insert charges the
+ * request and inflight[rq] remembers that it did, so the issue charges only
+ * requests issued directly (they skip the insert) and a request dispatched
+ * twice is charged once. That entry goes at completion, or at
+ * block_rq_merge when the request is merged into another one.
  *
  * Starts feed the per-node and per-task tables, completions the
  * per-(device, locality, op) histograms. Everything is cumulative;
@@ -38,16 +52,14 @@
 #define ESN_REQ_OP_SECURE_ERASE 5
 #define ESN_REQ_OP_WRITE_ZEROES 9
 
-/* Tracking state of one request, keyed by its address. */
+/*
+ * What the kernel does not keep in a request, keyed by its address: an issue
+ * time where the queue does not stamp one, and (before 6.5) that
+ * block_rq_insert charged it. Most requests have no entry at all.
+ */
 struct blkobs_rq {
-	u64 start_ns; /* 0: start not seen, no queue latency */
-	u64 issue_ns; /* 0: not (re)issued yet */
-	u32 dev;
-	u32 bytes;
-	u8 submit_node;
-	u8 locality;
-	u8 op;
-	u8 pad;
+	u64 start_ns; /* charged at insert (io_clock_ns), for aging; else 0 */
+	u64 issue_ns; /* issued where the kernel does not stamp it; else 0 */
 };
 
 struct {
@@ -56,6 +68,19 @@ struct {
 	__type(key, u64);
 	__type(value, struct blkobs_rq);
 } inflight SEC(".maps");
+
+/*
+ * Set by userspace when block_rq_insert is the start point (no
+ * block_io_start): the issue and completion then keep the table exact.
+ */
+const volatile bool start_at_insert = false;
+
+/*
+ * Time every issue in BPF, even where the kernel stamps it: the path of
+ * queues without block stats, made testable on a machine whose queues all
+ * have them (observe --keep-issue-times).
+ */
+const volatile bool keep_issue_times = false;
 
 /*
  * Declared by size, not type: the skeleton generator would otherwise emit a
@@ -78,7 +103,6 @@ struct {
 	__type(key, u32);
 	__type(value, struct esn_node_io);
 } node_io SEC(".maps");
-
 
 /* All-zero template for new histogram entries: too large for the stack. */
 struct {
@@ -164,99 +188,184 @@ static __always_inline u8 dev_locality(u32 dev, u8 submit_node)
 }
 
 /*
+ * Node of the CPU that allocated the request (its software queue's CPU):
+ * the submitter's, read where the submitter is long gone.
+ */
+static __always_inline u8 rq_submit_node(struct request *rq, bool typed)
+{
+	struct blk_mq_ctx *ctx = RQ_READ(typed, rq, mq_ctx);
+
+	if (!ctx)
+		return ESN_NO_NODE;
+	return node_of_cpu(RQ_READ(typed, ctx, cpu));
+}
+
+/* Before 5.16 block stats were switched on by a flag, not counted. */
+struct blk_queue_stats___old {
+	bool enable_accounting;
+} __attribute__((preserve_access_index));
+
+/*
+ * Does the kernel stamp rq->io_start_time_ns when it issues @rq? It does on
+ * queues with QUEUE_FLAG_STATS, which is set exactly while a block stats
+ * callback is registered (wbt, iolatency, ...) or accounting is on. The
+ * flag's bit moves between kernels in an enum CO-RE cannot name; the
+ * condition behind it is plain fields.
+ */
+static __always_inline bool queue_stamps_issue(struct request *rq, bool typed)
+{
+	struct request_queue *q = RQ_READ(typed, rq, q);
+	struct blk_queue_stats *stats;
+	struct blk_queue_stats___old *old;
+	u64 head, first;
+
+	if (!q)
+		return false;
+	stats = RQ_READ(typed, q, stats);
+	if (!stats)
+		return false;
+	if (bpf_core_field_exists(stats->accounting)) {
+		if (RQ_READ(typed, stats, accounting) > 0)
+			return true;
+	} else {
+		old = (void *)stats;
+		if (bpf_core_field_exists(old->enable_accounting) &&
+		    RQ_READ(typed, old, enable_accounting))
+			return true;
+	}
+	head = (u64)stats + bpf_core_field_offset(stats->callbacks);
+	first = (u64)RQ_READ(typed, stats, callbacks.next);
+	return first && first != head;
+}
+
+/*
  * Add a started request to the current task's record. A tid runs on one CPU
  * at a time and starts fire in its own context, so plain updates do not race.
  */
-static __always_inline void charge_task(const struct blkobs_rq *info, u64 now)
+static __always_inline void charge_task(u32 bytes, u8 node, u8 locality)
 {
 	struct esn_task_io *t = current_task_io();
 
 	if (!t)
 		return;
 	t->reqs++;
-	t->bytes += info->bytes;
-	if (info->locality == ESN_LOC_REMOTE)
+	t->bytes += bytes;
+	if (locality == ESN_LOC_REMOTE)
 		t->remote_reqs++;
-	t->last_req_ns = now;
-	t->last_node = info->submit_node;
+	t->last_req_ns = io_clock_ns();
+	t->last_node = node;
 }
 
-static __always_inline void charge_node_start(const struct blkobs_rq *info)
+static __always_inline void charge_node_start(u32 node, u32 bytes, u8 locality)
 {
-	u32 node = info->submit_node;
 	struct esn_node_io *n = bpf_map_lookup_elem(&node_io, &node);
 
 	if (!n)
 		return;
 	n->reqs += 1;
-	n->bytes += info->bytes;
-	if (info->locality == ESN_LOC_REMOTE) {
+	n->bytes += bytes;
+	if (locality == ESN_LOC_REMOTE) {
 		n->remote_reqs += 1;
-		n->remote_bytes += info->bytes;
+		n->remote_bytes += bytes;
 	}
 }
 
 /*
- * A request starts: record who, where and when. @at_issue: first seen when
- * handed to the driver (start missed), so there is no queue time.
- * @overwrite: a fresh request (block_io_start) replaces whatever a previous
- * user of the same address left behind.
+ * A request starts, in its submitter's context: charge it to the task and
+ * to the node of the CPU it runs on. False for requests to no disk.
  */
-static __always_inline int blkobs_start(struct request *rq, bool typed,
-					bool at_issue, bool overwrite)
+static __always_inline bool charge_start(struct request *rq, bool typed)
 {
-	struct blkobs_rq info = {};
-	u64 key = (u64)rq, now = bpf_ktime_get_ns();
+	u32 dev = rq_disk_dev(rq, typed), bytes;
+	u8 node, locality;
 
-	info.dev = rq_disk_dev(rq, typed);
-	if (!info.dev)
-		return 0;
-	info.bytes = RQ_READ(typed, rq, __data_len);
-	info.op = rq_op_class(rq, typed);
-	info.submit_node = node_of_cpu(bpf_get_smp_processor_id());
-	info.locality = dev_locality(info.dev, info.submit_node);
-	if (at_issue)
-		info.issue_ns = now;
-	else
-		info.start_ns = now;
-
-	if (bpf_map_update_elem(&inflight, &key, &info,
-				overwrite ? BPF_ANY : BPF_NOEXIST)) {
-		/* NOEXIST failing on a known request is not a full table. */
-		if (!bpf_map_lookup_elem(&inflight, &key))
-			stat_inc(ESN_STAT_RQ_INFLIGHT_FULL);
-		return 0;
-	}
+	if (!dev)
+		return false;
+	bytes = RQ_READ(typed, rq, __data_len);
+	node = node_of_cpu(bpf_get_smp_processor_id());
+	locality = dev_locality(dev, node);
 	stat_inc(ESN_STAT_RQ_STARTED);
-	charge_node_start(&info);
-	charge_task(&info, now);
+	charge_node_start(node, bytes, locality);
+	charge_task(bytes, node, locality);
+	return true;
+}
+
+/* Remember @val for the request; false when the table is full. */
+static __always_inline bool track(u64 *key, struct blkobs_rq *val)
+{
+	if (!bpf_map_update_elem(&inflight, key, val, BPF_ANY))
+		return true;
+	stat_inc(ESN_STAT_RQ_INFLIGHT_FULL);
+	return false;
+}
+
+/* 6.5+: the request's own start, nothing to remember. */
+static __always_inline int blkobs_io_start(struct request *rq, bool typed)
+{
+	charge_start(rq, typed);
+	return 0;
+}
+
+/*
+ * Before 6.5: inserted into a scheduler or software queue. A request
+ * inserted again (requeued) was charged the first time.
+ */
+static __always_inline int blkobs_insert(struct request *rq, bool typed)
+{
+	struct blkobs_rq fresh = { .start_ns = io_clock_ns() };
+	u64 key = (u64)rq;
+
+	if (bpf_map_lookup_elem(&inflight, &key) || !rq_disk_dev(rq, typed))
+		return 0;
+	if (track(&key, &fresh))
+		charge_start(rq, typed);
 	return 0;
 }
 
 static __always_inline int blkobs_issue(struct request *rq, bool typed)
 {
+	struct blkobs_rq *seen, fresh = {};
+	bool stamped = !keep_issue_times && queue_stamps_issue(rq, typed);
 	u64 key = (u64)rq;
-	struct blkobs_rq *info = bpf_map_lookup_elem(&inflight, &key);
 
-	if (!info)
-		return blkobs_start(rq, typed, true, false);
-	info->issue_ns = bpf_ktime_get_ns();
-	return 0;
-}
-
-static __always_inline int blkobs_requeue(struct request *rq, bool typed)
-{
-	u64 key = (u64)rq;
-	struct blkobs_rq *info = bpf_map_lookup_elem(&inflight, &key);
-
-	if (info) {
-		info->issue_ns = 0;
-		stat_inc(ESN_STAT_RQ_REQUEUED);
+	if (!start_at_insert) {
+		if (stamped || !rq_disk_dev(rq, typed))
+			return 0;
+		fresh.issue_ns = bpf_ktime_get_ns();
+		if (track(&key, &fresh))
+			stat_inc(ESN_STAT_RQ_ISSUE_KEPT);
+		return 0;
+	}
+	seen = bpf_map_lookup_elem(&inflight, &key);
+	if (seen) {
+		if (!stamped) {
+			seen->issue_ns = bpf_ktime_get_ns();
+			stat_inc(ESN_STAT_RQ_ISSUE_KEPT);
+		}
+		return 0;
+	}
+	/* Issued directly: block_rq_insert never saw it. */
+	if (!rq_disk_dev(rq, typed))
+		return 0;
+	fresh.start_ns = io_clock_ns();
+	if (!stamped)
+		fresh.issue_ns = bpf_ktime_get_ns();
+	if (track(&key, &fresh)) {
+		charge_start(rq, typed);
+		if (!stamped)
+			stat_inc(ESN_STAT_RQ_ISSUE_KEPT);
 	}
 	return 0;
 }
 
-/* Merged into another request: it completes as part of that one. */
+/* The kernel stamps the issue again when it re-issues. */
+static __always_inline int blkobs_requeue(struct request *rq, bool typed)
+{
+	stat_inc(ESN_STAT_RQ_REQUEUED);
+	return 0;
+}
+
+/* Merged into another request before its issue: it completes as part of it. */
 static __always_inline int blkobs_merge(struct request *rq, bool typed)
 {
 	u64 key = (u64)rq;
@@ -302,45 +411,75 @@ static __always_inline void charge_node_completion(u32 node, bool cross)
 }
 
 /*
- * First completion of a request (there may be partial ones): account it and
- * forget it, so the table holds only requests in flight.
+ * The issue time the kernel did not stamp, from the table, and the entry
+ * dropped: the request is done with. 0 if none was kept.
  */
-static __always_inline int blkobs_complete(struct request *rq, bool typed)
+static __always_inline u64 forget_request(struct request *rq)
 {
-	struct esn_io_key hkey = {};
-	struct blkobs_rq info, *found;
-	struct esn_io_hist *h;
-	u64 key = (u64)rq, now;
-	u32 done_node;
-	bool cross;
+	u64 key = (u64)rq, issue_ns;
+	struct blkobs_rq *seen = bpf_map_lookup_elem(&inflight, &key);
 
-	found = bpf_map_lookup_elem(&inflight, &key);
-	if (!found) {
-		stat_inc(ESN_STAT_RQ_UNTRACKED);
+	if (!seen) {
+		if (start_at_insert)
+			stat_inc(ESN_STAT_RQ_UNTRACKED);
 		return 0;
 	}
-	info = *found;
+	issue_ns = seen->issue_ns;
 	bpf_map_delete_elem(&inflight, &key);
+	return issue_ns;
+}
 
-	now = bpf_ktime_get_ns();
-	done_node = node_of_cpu(bpf_get_smp_processor_id());
-	cross = done_node != info.submit_node;
-	charge_node_completion(done_node, cross);
+/*
+ * A completion, @nr_bytes of the request's remaining __data_len: its bytes
+ * count now; the last one (all that remains) also counts the request and
+ * its latencies, everything read from the request itself.
+ */
+static __always_inline int blkobs_complete(struct request *rq, bool typed,
+					   u32 nr_bytes)
+{
+	struct esn_io_key hkey = {};
+	struct esn_io_hist *h;
+	u64 start, issue, now;
+	u32 done_node;
+	u8 submit_node;
+	bool last;
 
-	hkey.dev = info.dev;
-	hkey.locality = info.locality;
-	hkey.op = info.op;
+	hkey.dev = rq_disk_dev(rq, typed);
+	if (!hkey.dev)
+		return 0;
+	last = nr_bytes >= RQ_READ(typed, rq, __data_len);
+	issue = RQ_READ(typed, rq, io_start_time_ns);
+	if (last && (start_at_insert || keep_issue_times || !issue)) {
+		u64 kept = forget_request(rq);
+
+		/* Kept only where the kernel did not stamp (or when told to). */
+		if (kept)
+			issue = kept;
+	}
+
+	submit_node = rq_submit_node(rq, typed);
+	hkey.locality = dev_locality(hkey.dev, submit_node);
+	hkey.op = rq_op_class(rq, typed);
 	h = io_hist_of(&hkey);
 	if (!h)
 		return 0;
+	__sync_fetch_and_add(&h->bytes, nr_bytes);
+	if (!last)
+		return 0;
+
+	done_node = node_of_cpu(bpf_get_smp_processor_id());
+	charge_node_completion(done_node, done_node != submit_node);
 	__sync_fetch_and_add(&h->reqs, 1);
-	__sync_fetch_and_add(&h->bytes, info.bytes);
-	if (cross)
+	if (done_node != submit_node)
 		__sync_fetch_and_add(&h->cross_completions, 1);
-	if (info.issue_ns && now >= info.issue_ns) {
-		hist_add(h, ESN_LAT_DEVICE, now - info.issue_ns);
-		if (info.start_ns && info.issue_ns >= info.start_ns)
-			hist_add(h, ESN_LAT_QUEUE, info.issue_ns - info.start_ns);
+	if (issue) {
+		now = bpf_ktime_get_ns();
+		start = RQ_READ(typed, rq, start_time_ns);
+		if (now >= issue) {
+			hist_add(h, ESN_LAT_DEVICE, now - issue);
+			if (start && issue >= start)
+				hist_add(h, ESN_LAT_QUEUE, issue - start);
+		}
 	}
 	stat_inc(ESN_STAT_RQ_COMPLETED);
 	return 0;
@@ -352,26 +491,39 @@ static __always_inline int blkobs_complete(struct request *rq, bool typed)
  * request; the scheduler needs 6.12 and the observer task storage (5.11), so
  * the older (queue, request) forms are not handled.
  */
-#define BLKOBS_RQ_HOOK(tp, body, ...)                                   \
+#define BLKOBS_RQ_HOOK(tp, body)                                        \
 	SEC("tp_btf/" #tp)                                              \
 	int BPF_PROG(esn_##tp, struct request *rq)                      \
 	{                                                               \
-		return body(rq, true, ##__VA_ARGS__);                   \
+		return body(rq, true);                                  \
 	}                                                               \
 	SEC("raw_tp/" #tp)                                              \
 	int BPF_PROG(esn_##tp##_raw, struct request *rq)                \
 	{                                                               \
-		return body(rq, false, ##__VA_ARGS__);                  \
+		return body(rq, false);                                 \
 	}
 
 /* 6.5+: fires in blk_mq_bio_to_request(), in the submitter's context. */
-BLKOBS_RQ_HOOK(block_io_start, blkobs_start, false, true)
+BLKOBS_RQ_HOOK(block_io_start, blkobs_io_start)
 /* Before 6.5 the nearest start point; skipped by requests issued directly. */
-BLKOBS_RQ_HOOK(block_rq_insert, blkobs_start, false, false)
+BLKOBS_RQ_HOOK(block_rq_insert, blkobs_insert)
 BLKOBS_RQ_HOOK(block_rq_issue, blkobs_issue)
 BLKOBS_RQ_HOOK(block_rq_requeue, blkobs_requeue)
 BLKOBS_RQ_HOOK(block_rq_merge, blkobs_merge)
-/* (rq, error, nr_bytes): only the request matters here. */
-BLKOBS_RQ_HOOK(block_rq_complete, blkobs_complete)
+
+/* (rq, error, nr_bytes): the bytes this completion covers. */
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(esn_block_rq_complete, struct request *rq, int error,
+	     unsigned int nr_bytes)
+{
+	return blkobs_complete(rq, true, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(esn_block_rq_complete_raw, struct request *rq, int error,
+	     unsigned int nr_bytes)
+{
+	return blkobs_complete(rq, false, nr_bytes);
+}
 
 #endif /* __ESN_BLKOBS_BPF_H */

@@ -73,14 +73,15 @@ enum esn_stat {
 	ESN_STAT_RETURN_HOME,	/* a spilled task moved back to its home node */
 	ESN_STAT_IO_PREEMPT,	/* a non-I/O task preempted for a placed one */
 	/* blk-mq request tracking (blkobs.bpf.h) */
-	ESN_STAT_RQ_STARTED,	/* requests seen at start (or first at issue) */
+	ESN_STAT_RQ_STARTED,	/* requests charged at start (or first at issue) */
 	ESN_STAT_RQ_COMPLETED,	/* requests accounted at completion */
-	ESN_STAT_RQ_UNTRACKED,	/* completed without a start: before attach */
+	ESN_STAT_RQ_UNTRACKED,	/* start at insert: completed, start not seen */
 	ESN_STAT_RQ_INFLIGHT_FULL, /* in-flight table full: request not tracked */
 	ESN_STAT_RQ_REQUEUED,	/* requeued: its issue time starts over */
 	ESN_STAT_SHED,		/* placement dropped: its node's threshold fell */
 	ESN_STAT_IO_RESCUE,	/* a starving I/O queue woke another node's CPU */
 	ESN_STAT_CPU_RELEASED,	/* a higher class took a CPU: its queue sent back */
+	ESN_STAT_RQ_ISSUE_KEPT,	/* issue time kept by BPF: the queue has no stamp */
 	ESN_NR_STATS,
 };
 
@@ -103,7 +104,7 @@ enum esn_locality {
 };
 
 enum esn_lat_kind {
-	ESN_LAT_QUEUE,	/* start (block_io_start / insert) -> issue to driver */
+	ESN_LAT_QUEUE,	/* start (rq->start_time_ns) -> issue to driver */
 	ESN_LAT_DEVICE,	/* issue -> completion */
 	ESN_NR_LAT_KINDS,
 };
@@ -119,7 +120,7 @@ struct esn_io_key {
 /* Cumulative counters and latency histograms; userspace takes deltas. */
 struct esn_io_hist {
 	u64 reqs;		/* completed requests */
-	u64 bytes;		/* their size at start */
+	u64 bytes;		/* bytes completed (partial completions too) */
 	u64 cross_completions;	/* completed on another node than submitted */
 	u64 lat_cnt[ESN_NR_LAT_KINDS];
 	u64 lat_sum_ns[ESN_NR_LAT_KINDS];

@@ -60,6 +60,8 @@ pub struct KernelHooks {
 pub struct HookPrefs {
     pub force_raw_tp: bool,
     pub no_io_start: bool,
+    /// BPF times every issue itself, as on queues without block stats.
+    pub keep_issue_times: bool,
 }
 
 /// The programs to load, by name, and a note for the log.
@@ -70,9 +72,18 @@ pub struct HookChoice {
     pub raw_tp: Vec<String>,
 }
 
+impl HookChoice {
+    /// Requests are charged at block_rq_insert (no block_io_start): BPF then
+    /// remembers each request until it completes (its rodata says so).
+    pub fn starts_at_insert(&self) -> bool {
+        self.start_point == "block_rq_insert"
+    }
+}
+
 /// Pick one program per usable tracepoint. block_io_start (6.5+) is the
 /// request's start in its submitter's context; without it block_rq_insert
-/// is the nearest point (requests issued directly then show no queue time).
+/// is the nearest point, and block_rq_merge drops the entries BPF then keeps
+/// for requests merged away (with block_io_start there are none to drop).
 pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice> {
     let has = |tp: &str| {
         kernel.btf_tracepoints.iter().any(|t| t == tp) || kernel.tracepoints.iter().any(|t| t == tp)
@@ -85,12 +96,11 @@ pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice
         wanted.push("block_rq_insert");
         "block_rq_insert"
     };
-    wanted.extend([
-        "block_rq_issue",
-        "block_rq_requeue",
-        "block_rq_merge",
-        "block_rq_complete",
-    ]);
+    wanted.extend(["block_rq_issue", "block_rq_requeue"]);
+    if start_point == "block_rq_insert" {
+        wanted.push("block_rq_merge");
+    }
+    wanted.push("block_rq_complete");
 
     let mut programs = Vec::new();
     let mut raw_tp = Vec::new();
@@ -522,11 +532,11 @@ mod tests {
                 "esn_block_io_start",
                 "esn_block_rq_issue",
                 "esn_block_rq_requeue",
-                "esn_block_rq_merge",
                 "esn_block_rq_complete"
             ]
         );
         assert!(c.raw_tp.is_empty());
+        assert!(!c.starts_at_insert());
     }
 
     #[test]
@@ -534,7 +544,17 @@ mod tests {
         let old: Vec<&str> = RQ_TRACEPOINTS[1..].to_vec();
         let c = choose_hooks(&kernel(&old, &old), HookPrefs::default()).unwrap();
         assert_eq!(c.start_point, "block_rq_insert");
-        assert_eq!(c.programs[0], "esn_block_rq_insert");
+        assert!(c.starts_at_insert());
+        assert_eq!(
+            c.programs,
+            [
+                "esn_block_rq_insert",
+                "esn_block_rq_issue",
+                "esn_block_rq_requeue",
+                "esn_block_rq_merge",
+                "esn_block_rq_complete"
+            ]
+        );
     }
 
     #[test]
@@ -549,7 +569,7 @@ mod tests {
         assert!(c
             .programs
             .contains(&"esn_block_rq_complete_raw".to_string()));
-        assert_eq!(c.raw_tp.len(), 4);
+        assert_eq!(c.raw_tp.len(), 3);
     }
 
     #[test]
@@ -560,6 +580,7 @@ mod tests {
             HookPrefs {
                 force_raw_tp: true,
                 no_io_start: true,
+                keep_issue_times: false,
             },
         )
         .unwrap();

@@ -165,6 +165,11 @@ pub struct ObserveOpts {
     /// fallback).
     #[arg(long, hide = true)]
     pub no_io_start: bool,
+
+    /// Time every request's issue in BPF, even on queues whose requests the
+    /// kernel stamps (tests the path of queues without block stats).
+    #[arg(long, hide = true)]
+    pub keep_issue_times: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]

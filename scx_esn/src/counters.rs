@@ -31,6 +31,7 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "shed",
     "io_rescue",
     "cpu_released",
+    "rq_issue_kept",
 ];
 
 pub type Counters = [u64; NAMES.len()];

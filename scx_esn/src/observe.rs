@@ -94,6 +94,8 @@ pub fn with_observer<T>(
             .context("BPF object has no rodata")?;
         rodata.nr_nodes = plan.nr_nodes;
         rodata.io_half_life_ns = setup.io_half_life_ms * 1_000_000;
+        rodata.start_at_insert = hooks.starts_at_insert();
+        rodata.keep_issue_times = setup.hooks.keep_issue_times;
         for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
             *slot = node;
         }
@@ -149,6 +151,7 @@ pub fn run(
         hooks: HookPrefs {
             force_raw_tp: opts.raw_tp,
             no_io_start: opts.no_io_start,
+            keep_issue_times: opts.keep_issue_times,
         },
     };
     with_observer(topo, &devices, &setup, |read| {

@@ -11,7 +11,9 @@
 #     within 3x of fio's completion latency p50 (log2 buckets);
 #   - the top task is fio's job process, with about fio's I/O count.
 # Run once per way of hooking the kernel: tp_btf from block_io_start (the
-# default on 6.5+), raw tracepoints, and starting at block_rq_insert. Then
+# default on 6.5+), raw tracepoints, starting at block_rq_insert, and with
+# issue times kept by BPF (the path of queues the kernel does not stamp,
+# which this machine's disk is not one of). Then
 # `observe --json | head -1`: exit 0 without a panic when the reader leaves.
 #
 # Usage: tests/host/observe.sh [SECONDS]   (root; needs fio and python3)
@@ -126,6 +128,7 @@ EOF
 run_mode tp_btf
 run_mode raw_tp --raw-tp
 run_mode insert --no-io-start
+run_mode kept --keep-issue-times
 rm -f "$file"
 
 # A reader that stops early (`| head -1`): observe must end by itself with 0,
