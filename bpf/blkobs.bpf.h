@@ -8,7 +8,9 @@
  * completion:
  *
  *   block_io_start (6.5+, submitter's context)  -> charged to the task and to
- *                                                  its CPU's node
+ *                                                  its CPU's node; the task's
+ *                                                  I/O score and device vote
+ *                                                  (iotrace.bpf.h)
  *   block_rq_issue (handed to the driver)       -> nothing where the kernel
  *                                                  stamps rq->io_start_time_ns
  *                                                  (queues with block stats:
@@ -24,14 +26,15 @@
  *                                                  (rq->start_time_ns, with
  *                                                  iostats on) and issue
  *
- * Kernels before 6.5 have no block_io_start: block_rq_insert charges the
- * request and inflight[rq] remembers that it did, so the issue charges only
- * requests issued directly (they skip the insert) and a request dispatched
- * twice is charged once. That entry goes at completion, or at
- * block_rq_merge when the request is merged into another one.
+ * Kernels before 6.5 have no block_io_start: block_bio_queue scores the
+ * task (iotrace.bpf.h), block_rq_insert charges the request and
+ * inflight[rq] remembers that it did, so the issue charges only requests
+ * issued directly (they skip the insert) and a request dispatched twice is
+ * charged once. That entry goes at completion, or at block_rq_merge when
+ * the request is merged into another one.
  *
  * Starts feed the per-node and per-task tables, completions the
- * per-(device, locality, op) histograms. Everything is cumulative;
+ * per-(device, submitting node, op) histograms. Everything is cumulative;
  * userspace takes deltas and ages out entries that never complete.
  *
  * The same body serves tp_btf programs (typed arguments, the default) and
@@ -178,13 +181,19 @@ static __always_inline u32 lat_slot(u64 ns)
 	return slot < ESN_LAT_SLOTS ? slot : ESN_LAT_SLOTS - 1;
 }
 
-static __always_inline u8 dev_locality(u32 dev, u8 submit_node)
+/* Home node of a disk, ESN_NO_NODE for one userspace did not register. */
+static __always_inline u8 dev_home(u32 dev)
 {
 	u8 *home = bpf_map_lookup_elem(&dev_home_node, &dev);
 
-	if (!home || *home == ESN_NO_NODE)
+	return home ? *home : ESN_NO_NODE;
+}
+
+static __always_inline u8 home_locality(u8 home, u8 submit_node)
+{
+	if (home == ESN_NO_NODE)
 		return ESN_LOC_UNKNOWN;
-	return *home == submit_node ? ESN_LOC_LOCAL : ESN_LOC_REMOTE;
+	return home == submit_node ? ESN_LOC_LOCAL : ESN_LOC_REMOTE;
 }
 
 /*
@@ -239,21 +248,43 @@ static __always_inline bool queue_stamps_issue(struct request *rq, bool typed)
 }
 
 /*
- * Add a started request to the current task's record. A tid runs on one CPU
- * at a time and starts fire in its own context, so plain updates do not race.
+ * Home node of @dev, remembered in the task's record: most tasks use one
+ * disk, and dev_home_node never changes while the programs are attached
+ * (userspace fills it before).
  */
-static __always_inline void charge_task(u32 bytes, u8 node, u8 locality)
+static __always_inline u8 task_dev_home(struct esn_task_io *t, u32 dev)
 {
-	struct esn_task_io *t = current_task_io();
+	if (t->home_dev != dev) {
+		t->home_dev = dev;
+		t->home_dev_node = dev_home(dev);
+	}
+	return t->home_dev_node;
+}
 
-	if (!t)
-		return;
+/*
+ * Add a started request to the current task's record @t; with @score (the
+ * start is the attribution point: block_io_start), also its I/O score and
+ * device vote. A tid runs on one CPU at a time and starts fire in its own
+ * context, so plain updates do not race.
+ */
+static __always_inline void charge_task(struct esn_task_io *t, u32 dev,
+					u8 home, u32 bytes, u8 node,
+					bool score)
+{
+	u64 now = io_clock_ns();
+
 	t->reqs++;
 	t->bytes += bytes;
-	if (locality == ESN_LOC_REMOTE)
+	if (home != ESN_NO_NODE && home != node)
 		t->remote_reqs++;
-	t->last_req_ns = io_clock_ns();
+	t->last_req_ns = now;
 	t->last_node = node;
+	if (!score)
+		return;
+	if (home != ESN_NO_NODE)
+		io_score_add(t, dev, now);
+	else
+		stat_inc(ESN_STAT_IO_UNKNOWN_DEV);
 }
 
 static __always_inline void charge_node_start(u32 node, u32 bytes, u8 locality)
@@ -272,21 +303,26 @@ static __always_inline void charge_node_start(u32 node, u32 bytes, u8 locality)
 
 /*
  * A request starts, in its submitter's context: charge it to the task and
- * to the node of the CPU it runs on. False for requests to no disk.
+ * to the node of the CPU it runs on (@score: see charge_task). False for
+ * requests to no disk.
  */
-static __always_inline bool charge_start(struct request *rq, bool typed)
+static __always_inline bool charge_start(struct request *rq, bool typed,
+					 bool score)
 {
 	u32 dev = rq_disk_dev(rq, typed), bytes;
-	u8 node, locality;
+	struct esn_task_io *t;
+	u8 node, home;
 
 	if (!dev)
 		return false;
 	bytes = RQ_READ(typed, rq, __data_len);
 	node = node_of_cpu(bpf_get_smp_processor_id());
-	locality = dev_locality(dev, node);
+	t = current_task_io();
+	home = t ? task_dev_home(t, dev) : dev_home(dev);
 	stat_inc(ESN_STAT_RQ_STARTED);
-	charge_node_start(node, bytes, locality);
-	charge_task(bytes, node, locality);
+	charge_node_start(node, bytes, home_locality(home, node));
+	if (t)
+		charge_task(t, dev, home, bytes, node, score);
 	return true;
 }
 
@@ -299,10 +335,13 @@ static __always_inline bool track(u64 *key, struct blkobs_rq *val)
 	return false;
 }
 
-/* 6.5+: the request's own start, nothing to remember. */
+/*
+ * 6.5+: the request's own start, nothing to remember; also the attribution
+ * point (block_bio_queue is not loaded).
+ */
 static __always_inline int blkobs_io_start(struct request *rq, bool typed)
 {
-	charge_start(rq, typed);
+	charge_start(rq, typed, true);
 	return 0;
 }
 
@@ -318,7 +357,7 @@ static __always_inline int blkobs_insert(struct request *rq, bool typed)
 	if (bpf_map_lookup_elem(&inflight, &key) || !rq_disk_dev(rq, typed))
 		return 0;
 	if (track(&key, &fresh))
-		charge_start(rq, typed);
+		charge_start(rq, typed, false);
 	return 0;
 }
 
@@ -351,7 +390,7 @@ static __always_inline int blkobs_issue(struct request *rq, bool typed)
 	if (!stamped)
 		fresh.issue_ns = bpf_ktime_get_ns();
 	if (track(&key, &fresh)) {
-		charge_start(rq, typed);
+		charge_start(rq, typed, false);
 		if (!stamped)
 			stat_inc(ESN_STAT_RQ_ISSUE_KEPT);
 	}
@@ -458,7 +497,7 @@ static __always_inline int blkobs_complete(struct request *rq, bool typed,
 	}
 
 	submit_node = rq_submit_node(rq, typed);
-	hkey.locality = dev_locality(hkey.dev, submit_node);
+	hkey.submit_node = submit_node;
 	hkey.op = rq_op_class(rq, typed);
 	h = io_hist_of(&hkey);
 	if (!h)

@@ -495,7 +495,7 @@ static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
  * way, but where the TSC is unusable (a VM whose vCPUs' TSCs disagree
  * falls back to the HPET) each read is a device access: two more of them
  * per context switch made hackbench 1.37x slower in the 2-node VM. Times
- * compared with the bio hook's (a task's I/O score and last I/O) are on
+ * compared with the attribution's (a task's I/O score and last I/O) are on
  * its clock, io_clock_ns().
  */
 static __always_inline u64 sched_now(void)

@@ -67,9 +67,9 @@ enum esn_stat {
 	ESN_STAT_FAIR_QUEUED,
 	ESN_STAT_FAIR_STOLEN,	/* taken from another node's fair queue */
 	ESN_STAT_PINNED,	/* one allowed CPU, woken: straight to it */
-	/* block I/O seen by the attribution tracepoint */
-	ESN_STAT_BIO_TRACKED,	/* on a device with a known home node */
-	ESN_STAT_BIO_UNKNOWN_DEV,
+	/* I/O seen by the attribution (request starts; bios before 6.5) */
+	ESN_STAT_IO_SCORED,	/* on a device with a known home node */
+	ESN_STAT_IO_UNKNOWN_DEV,
 	ESN_STAT_RETURN_HOME,	/* a spilled task moved back to its home node */
 	ESN_STAT_IO_PREEMPT,	/* a non-I/O task preempted for a placed one */
 	/* blk-mq request tracking (blkobs.bpf.h) */
@@ -110,9 +110,13 @@ enum esn_lat_kind {
 };
 
 /* Key of the per-(device, locality, op) statistics. */
+/*
+ * Keyed by the submitting node, not by locality: userspace derives the
+ * locality from dev_home_node, which saves the completion a map lookup.
+ */
 struct esn_io_key {
 	u32 dev;	/* kernel dev_t of the whole disk */
-	u8 locality;	/* enum esn_locality */
+	u8 submit_node;	/* ESN_NO_NODE when the request has no sw queue */
 	u8 op;		/* enum esn_io_op */
 	u8 pad[2];
 };
@@ -139,14 +143,18 @@ struct esn_node_io {
 
 /*
  * Everything known about one task's block I/O, keyed by tid in an LRU hash:
- * the one per-task record. The bio hook keeps the classification state the
- * scheduler reads; the request start hook adds the counts userspace reports.
+ * the one per-task record. The attribution hook keeps the classification
+ * state the scheduler reads; the request start adds the counts userspace
+ * reports (on 6.5+ both happen in the one block_io_start program).
  */
 struct esn_task_io {
-	/* classification (block_bio_queue, devices with a home node only) */
-	u64 score;		/* bios, halved every io_half_life_ns */
+	/*
+	 * classification, devices with a home node only: at block_io_start
+	 * (per request) or, before 6.5, at block_bio_queue (per bio)
+	 */
+	u64 score;		/* I/Os, halved every io_half_life_ns */
 	u64 decayed_at;		/* time the score was last decayed to */
-	u64 last_io_ns;		/* last bio on a known device */
+	u64 last_io_ns;		/* last I/O on a known device */
 	u32 vote_dev;		/* device winning the majority vote */
 	u32 vote_weight;	/* its lead over the others; 0: no device yet */
 	/* reporting (request starts, every device), cumulative */
@@ -155,8 +163,10 @@ struct esn_task_io {
 	u64 remote_reqs;	/* from a node other than the device's */
 	u64 last_req_ns;
 	u32 tgid;		/* a new task reusing the tid resets the record */
+	u32 home_dev;		/* last disk started on, and its home node: */
+	u8 home_dev_node;	/* saves a dev_home_node lookup per request */
 	u8 last_node;		/* node it last started a request from */
-	u8 pad[3];
+	u8 pad[2];
 	char comm[ESN_COMM_LEN];
 };
 

@@ -3,9 +3,11 @@
  * Block I/O attribution: which task submits I/O, to which device, and how
  * I/O-bound it is right now.
  *
- * One tracepoint in the submitter's context (block_bio_queue) feeds the
- * classification half of the per-task record: a decayed I/O score and a
- * majority vote over the devices the task uses. The scheduler reads it and
+ * A tracepoint in the submitter's context feeds the classification half of
+ * the per-task record: a decayed I/O score and a majority vote over the
+ * devices the task uses. That is block_io_start (6.5+, one event per
+ * request, in blkobs.bpf.h) or, before it existed, block_bio_queue (one per
+ * bio, here). The scheduler reads it and
  * never writes it; blkobs.bpf.h adds request counts to the same record and
  * userspace reports it, so the scheduler and the reports share one source. Only
  * devices userspace put in dev_home_node (whole disks with a known home node)
@@ -125,12 +127,17 @@ static __always_inline u32 bio_disk_dev(struct bio *bio)
 	return kernel_mkdev(disk->major, disk->first_minor);
 }
 
-/* Whole half-lives elapsed between the score's last decay and @now. */
+/*
+ * Whole half-lives elapsed between the score's last decay and @now. Most
+ * calls come within one half-life of the last: no division for them.
+ */
 static __always_inline u64 io_halvings(const struct esn_task_io *io, u64 now)
 {
-	if (now <= io->decayed_at || !io_half_life_ns)
+	u64 since = now - io->decayed_at;
+
+	if (now <= io->decayed_at || !io_half_life_ns || since < io_half_life_ns)
 		return 0;
-	return (now - io->decayed_at) / io_half_life_ns;
+	return since / io_half_life_ns;
 }
 
 /*
@@ -161,6 +168,28 @@ static __always_inline void io_vote(struct esn_task_io *io, u32 dev)
 	}
 }
 
+/*
+ * One more I/O of the current task to @dev (a device with a home node) at
+ * @now: decay the score once, count the I/O, vote for the device. Only the
+ * task's own context writes its record, so plain updates do not race.
+ */
+static __always_inline void io_score_add(struct esn_task_io *io, u32 dev,
+					 u64 now)
+{
+	u64 halvings = io_halvings(io, now);
+
+	if (halvings >= 64) {
+		io->score = 1;
+		io->decayed_at = now;
+	} else {
+		io->score = (io->score >> halvings) + 1;
+		io->decayed_at += halvings * io_half_life_ns;
+	}
+	io->last_io_ns = now;
+	io_vote(io, dev);
+	stat_inc(ESN_STAT_IO_SCORED);
+}
+
 /* Home node of the device a task mostly uses, ESN_NO_NODE if none. */
 static __always_inline u8 io_task_home_node(const struct esn_task_io *io)
 {
@@ -174,37 +203,27 @@ static __always_inline u8 io_task_home_node(const struct esn_task_io *io)
 }
 
 /*
- * block_bio_queue fires in submit_bio_noacct() in the submitting task's
- * context, before any queueing or merging, so "current" is the task to
- * charge. Completions run elsewhere (IRQ, polling) and would blame a
- * bystander.
+ * Before 6.5 (no block_io_start): block_bio_queue fires in
+ * submit_bio_noacct() in the submitting task's context, before any queueing
+ * or merging, so "current" is the task to charge. Completions run elsewhere
+ * (IRQ, polling) and would blame a bystander. Where block_io_start exists,
+ * blkobs.bpf.h scores there instead and userspace leaves this unloaded: one
+ * program and one task lookup per request instead of two.
  */
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(esn_bio_queue, struct bio *bio)
 {
 	struct esn_task_io *io;
-	u64 now, halvings;
 	u32 dev;
 
 	dev = bio_disk_dev(bio);
 	if (!dev || !bpf_map_lookup_elem(&dev_home_node, &dev)) {
-		stat_inc(ESN_STAT_BIO_UNKNOWN_DEV);
+		stat_inc(ESN_STAT_IO_UNKNOWN_DEV);
 		return 0;
 	}
 	io = current_task_io();
-	if (!io)
-		return 0;
-
-	now = io_clock_ns();
-	halvings = io_halvings(io, now);
-	io->score = io_score_now(io, now) + 1;
-	if (halvings >= 64)
-		io->decayed_at = now;
-	else
-		io->decayed_at += halvings * io_half_life_ns;
-	io->last_io_ns = now;
-	io_vote(io, dev);
-	stat_inc(ESN_STAT_BIO_TRACKED);
+	if (io)
+		io_score_add(io, dev, io_clock_ns());
 	return 0;
 }
 

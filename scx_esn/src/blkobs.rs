@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
 use esn_stats::hist::{LatHist, LAT_SLOTS};
 use esn_stats::snapshot::{
-    comm_from_bytes, BpfCost, IoCounters, IoKey, Locality, NodeIo, Op, RawSnapshot, TaskIo,
+    comm_from_bytes, BpfCost, IoCounters, IoKey, NodeIo, RawSnapshot, TaskIo,
 };
 use esn_topology::Topology;
 use libbpf_rs::{MapCore, MapFlags};
@@ -81,9 +81,10 @@ impl HookChoice {
 }
 
 /// Pick one program per usable tracepoint. block_io_start (6.5+) is the
-/// request's start in its submitter's context; without it block_rq_insert
-/// is the nearest point, and block_rq_merge drops the entries BPF then keeps
-/// for requests merged away (with block_io_start there are none to drop).
+/// request's start in its submitter's context, and the task's attribution
+/// too; without it block_rq_insert is the nearest start, block_bio_queue
+/// attributes (once per bio), and block_rq_merge drops the entries BPF then
+/// keeps for requests merged away (with block_io_start there are none).
 pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice> {
     let has = |tp: &str| {
         kernel.btf_tracepoints.iter().any(|t| t == tp) || kernel.tracepoints.iter().any(|t| t == tp)
@@ -103,6 +104,9 @@ pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice
     wanted.push("block_rq_complete");
 
     let mut programs = Vec::new();
+    if start_point == "block_rq_insert" {
+        programs.push(BIO_HOOK.to_string());
+    }
     let mut raw_tp = Vec::new();
     for tp in wanted {
         if !has(tp) {
@@ -162,20 +166,22 @@ pub fn probe_kernel() -> KernelHooks {
     hooks
 }
 
-/// The attribution program of iotrace.bpf.h, which observe also runs.
+/// The per-bio attribution program of iotrace.bpf.h: loaded only where
+/// block_io_start is not the start point (it attributes there itself).
 pub const BIO_HOOK: &str = "esn_bio_queue";
 
-/// Names of every program blkobs.bpf.h defines (both variants).
+/// Names of every block I/O program: blkobs.bpf.h's (both variants) and the
+/// bio attribution hook.
 pub fn all_blkobs_programs() -> impl Iterator<Item = String> {
     RQ_TRACEPOINTS
         .iter()
         .flat_map(|tp| [format!("esn_{tp}"), format!("esn_{tp}_raw")])
+        .chain(std::iter::once(BIO_HOOK.to_string()))
 }
 
-/// Disable autoload for every blkobs program not in @choice. With
-/// @only_blkobs, also for every other program but the bio attribution hook:
-/// the observer's object carries helper programs from the scx headers that
-/// need sched_ext.
+/// Disable autoload for every block I/O program not in @choice. With
+/// @only_blkobs, also for every other program: the observer's object
+/// carries helper programs from the scx headers that need sched_ext.
 pub fn apply_hooks(object: &mut libbpf_rs::OpenObject, choice: &HookChoice, only_blkobs: bool) {
     let ours: Vec<String> = all_blkobs_programs().collect();
     for mut prog in object.progs_mut() {
@@ -183,7 +189,7 @@ pub fn apply_hooks(object: &mut libbpf_rs::OpenObject, choice: &HookChoice, only
         let keep = if ours.contains(&name) {
             choice.programs.contains(&name)
         } else {
-            !only_blkobs || name == BIO_HOOK
+            !only_blkobs
         };
         if !keep {
             prog.set_autoload(false);
@@ -239,6 +245,8 @@ pub struct BlkObsMaps<'a> {
     pub io_half_life_ns: u64,
     pub inflight: &'a dyn MapCore,
     pub io_hists: &'a dyn MapCore,
+    /// Disk -> home node, as registered: the locality of io_hists' entries.
+    pub dev_home_node: &'a dyn MapCore,
     pub node_io: &'a dyn MapCore,
     pub task_io: &'a dyn MapCore,
     pub stats: &'a dyn MapCore,
@@ -338,12 +346,9 @@ pub fn prog_cost(fd: i32) -> BpfCost {
     }
 }
 
-/// Summed cost of the loaded blkobs programs (and the bio attribution hook,
-/// which observe mode also runs) of an object.
+/// Summed cost of the loaded block I/O programs of an object.
 pub fn object_cost(object: &libbpf_rs::Object) -> BpfCost {
-    let ours: Vec<String> = all_blkobs_programs()
-        .chain(std::iter::once(BIO_HOOK.to_string()))
-        .collect();
+    let ours: Vec<String> = all_blkobs_programs().collect();
     let mut cost = BpfCost::default();
     for prog in object.progs() {
         if !ours.contains(&prog.name().to_string_lossy().into_owned()) {
@@ -367,36 +372,43 @@ impl BlkObsMaps<'_> {
         Ok(sum_percpu(&values))
     }
 
+    /// Disk (dev_t) -> home node, as BPF judges locality by.
+    fn dev_homes(&self) -> Result<BTreeMap<u32, u8>> {
+        let mut homes = BTreeMap::new();
+        for key in self.dev_home_node.keys() {
+            if let Some(home) = self.dev_home_node.lookup(&key, MapFlags::ANY)? {
+                homes.insert(read_pod::<u32>(&key)?, read_pod::<u8>(&home)?);
+            }
+        }
+        Ok(homes)
+    }
+
     /// The per-(device, locality, op) counters alone: what the controller
-    /// reads every interval, without walking the task table.
+    /// reads every interval, without walking the task table. BPF keeps them
+    /// per submitting node; the nodes fold into local, remote and unknown
+    /// here.
     pub fn io_counters(&self) -> Result<BTreeMap<IoKey, IoCounters>> {
-        let mut io = BTreeMap::new();
+        let homes = self.dev_homes()?;
+        let mut io: BTreeMap<IoKey, IoCounters> = BTreeMap::new();
         for key in self.io_hists.keys() {
             let Some(value) = self.io_hists.lookup(&key, MapFlags::ANY)? else {
                 continue; // deleted between keys() and lookup()
             };
             let k: bpf_intf::esn_io_key = read_pod(&key)?;
             let v: bpf_intf::esn_io_hist = read_pod(&value)?;
-            let (Some(locality), Some(op)) = (Locality::from_raw(k.locality), Op::from_raw(k.op))
-            else {
+            let home = homes.get(&k.dev).copied();
+            let Some(io_key) = IoKey::from_raw(k.dev, home, k.submit_node, k.op) else {
                 continue;
             };
             let q = bpf_intf::esn_lat_kind_ESN_LAT_QUEUE as usize;
             let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
-            io.insert(
-                IoKey {
-                    dev: DevT(k.dev),
-                    locality,
-                    op,
-                },
-                IoCounters {
-                    reqs: v.reqs,
-                    bytes: v.bytes,
-                    cross_completions: v.cross_completions,
-                    queue: lat_hist(&v.slots[q], v.lat_cnt[q], v.lat_sum_ns[q]),
-                    device: lat_hist(&v.slots[d], v.lat_cnt[d], v.lat_sum_ns[d]),
-                },
-            );
+            io.entry(io_key).or_default().merge(&IoCounters {
+                reqs: v.reqs,
+                bytes: v.bytes,
+                cross_completions: v.cross_completions,
+                queue: lat_hist(&v.slots[q], v.lat_cnt[q], v.lat_sum_ns[q]),
+                device: lat_hist(&v.slots[d], v.lat_cnt[d], v.lat_sum_ns[d]),
+            });
         }
         Ok(io)
     }
@@ -548,6 +560,7 @@ mod tests {
         assert_eq!(
             c.programs,
             [
+                "esn_bio_queue",
                 "esn_block_rq_insert",
                 "esn_block_rq_issue",
                 "esn_block_rq_requeue",
@@ -585,7 +598,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.start_point, "block_rq_insert");
-        assert!(c.programs.iter().all(|p| p.ends_with("_raw")), "{c:?}");
+        // The bio hook is tp_btf only, as it always was.
+        assert!(
+            c.programs
+                .iter()
+                .all(|p| p.ends_with("_raw") || p == BIO_HOOK),
+            "{c:?}"
+        );
     }
 
     #[test]
@@ -640,7 +659,8 @@ mod tests {
     #[test]
     fn program_names_cover_both_variants() {
         let all: Vec<String> = all_blkobs_programs().collect();
-        assert_eq!(all.len(), 12);
+        assert_eq!(all.len(), 13);
         assert!(all.contains(&"esn_block_rq_merge_raw".to_string()));
+        assert!(all.contains(&BIO_HOOK.to_string()));
     }
 }

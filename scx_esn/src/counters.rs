@@ -19,8 +19,8 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "fair_queued",
     "fair_stolen",
     "pinned",
-    "bio_tracked",
-    "bio_unknown_dev",
+    "io_scored",
+    "io_unknown_dev",
     "return_home",
     "io_preempt",
     "rq_started",
@@ -248,8 +248,8 @@ mod tests {
     #[test]
     fn names_match_the_bpf_enum() {
         assert_eq!(
-            NAMES[bpf_intf::esn_stat_ESN_STAT_BIO_UNKNOWN_DEV as usize],
-            "bio_unknown_dev"
+            NAMES[bpf_intf::esn_stat_ESN_STAT_IO_UNKNOWN_DEV as usize],
+            "io_unknown_dev"
         );
         assert_eq!(
             NAMES[bpf_intf::esn_stat_ESN_STAT_IO_STOLEN as usize],

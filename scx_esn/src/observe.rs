@@ -116,6 +116,7 @@ pub fn with_observer<T>(
         io_half_life_ns: setup.io_half_life_ms * 1_000_000,
         inflight: &skel.maps.inflight,
         io_hists: &skel.maps.io_hists,
+        dev_home_node: &skel.maps.dev_home_node,
         node_io: &skel.maps.node_io,
         task_io: &skel.maps.task_io,
         stats: &skel.maps.stats,

@@ -27,9 +27,16 @@ pub enum Locality {
 impl Locality {
     pub const ALL: [Locality; 3] = [Locality::Local, Locality::Remote, Locality::Unknown];
 
-    /// From `enum esn_locality`; `None` for a value BPF does not define.
-    pub fn from_raw(raw: u8) -> Option<Locality> {
-        Locality::ALL.get(usize::from(raw)).copied()
+    /// Of a request submitted from @submit_node to a disk whose home node is
+    /// @home (`None`: not known); BPF's ESN_NO_NODE (0xff) is an unknown
+    /// submitting node.
+    pub fn of(home: Option<u8>, submit_node: u8) -> Locality {
+        match home {
+            _ if submit_node == u8::MAX => Locality::Unknown,
+            None | Some(u8::MAX) => Locality::Unknown,
+            Some(h) if h == submit_node => Locality::Local,
+            Some(_) => Locality::Remote,
+        }
     }
 
     /// The same spelling as the JSON form.
@@ -63,6 +70,18 @@ impl Op {
         Op::ALL.get(usize::from(raw)).copied()
     }
 
+    /// Of a request submitted from @submit_node to a disk whose home node is
+    /// @home (`None`: not known); BPF's ESN_NO_NODE (0xff) is an unknown
+    /// submitting node.
+    pub fn of(home: Option<u8>, submit_node: u8) -> Locality {
+        match home {
+            _ if submit_node == u8::MAX => Locality::Unknown,
+            None | Some(u8::MAX) => Locality::Unknown,
+            Some(h) if h == submit_node => Locality::Local,
+            Some(_) => Locality::Remote,
+        }
+    }
+
     /// The same spelling as the JSON form.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -85,13 +104,14 @@ pub struct IoKey {
 }
 
 impl IoKey {
-    /// From the fields of `struct esn_io_key`; `None` when `locality` or `op` is a
-    /// value this crate does not know (a newer BPF object), so the caller can skip
-    /// the entry instead of misfiling it.
-    pub fn from_raw(dev: u32, locality: u8, op: u8) -> Option<IoKey> {
+    /// From the fields of `struct esn_io_key` and the disk's home node as BPF
+    /// has it (`home`); `None` when `op` is a value this crate does not know (a
+    /// newer BPF object), so the caller can skip the entry instead of
+    /// misfiling it.
+    pub fn from_raw(dev: u32, home: Option<u8>, submit_node: u8, op: u8) -> Option<IoKey> {
         Some(IoKey {
             dev: DevT(dev),
-            locality: Locality::from_raw(locality)?,
+            locality: Locality::of(home, submit_node),
             op: Op::from_raw(op)?,
         })
     }
@@ -296,10 +316,6 @@ mod tests {
 
     #[test]
     fn raw_values_match_intf_h() {
-        assert_eq!(Locality::from_raw(0), Some(Locality::Local));
-        assert_eq!(Locality::from_raw(1), Some(Locality::Remote));
-        assert_eq!(Locality::from_raw(2), Some(Locality::Unknown));
-        assert_eq!(Locality::from_raw(3), None);
         assert_eq!(Op::from_raw(0), Some(Op::Read));
         assert_eq!(Op::from_raw(1), Some(Op::Write));
         assert_eq!(Op::from_raw(2), Some(Op::Flush));
@@ -307,15 +323,24 @@ mod tests {
         assert_eq!(Op::from_raw(4), Some(Op::Other));
         assert_eq!(Op::from_raw(5), None);
         assert_eq!(Op::from_raw(255), None);
-        assert_eq!(IoKey::from_raw(1, 1, 9), None);
+        assert_eq!(IoKey::from_raw(1, Some(0), 1, 9), None);
         assert_eq!(
-            IoKey::from_raw(DevT::new(259, 0).0, 1, 0),
+            IoKey::from_raw(DevT::new(259, 0).0, Some(0), 1, 0),
             Some(IoKey {
                 dev: DevT::new(259, 0),
                 locality: Locality::Remote,
                 op: Op::Read
             })
         );
+    }
+
+    #[test]
+    fn locality_from_the_disk_home_and_the_submitting_node() {
+        assert_eq!(Locality::of(Some(1), 1), Locality::Local);
+        assert_eq!(Locality::of(Some(1), 0), Locality::Remote);
+        assert_eq!(Locality::of(None, 0), Locality::Unknown);
+        assert_eq!(Locality::of(Some(u8::MAX), 0), Locality::Unknown);
+        assert_eq!(Locality::of(Some(0), u8::MAX), Locality::Unknown);
     }
 
     #[test]
