@@ -11,11 +11,15 @@
  *                                                  its CPU's node; the task's
  *                                                  I/O score and device vote
  *                                                  (iotrace.bpf.h)
- *   block_rq_issue (handed to the driver)       -> nothing where the kernel
- *                                                  stamps rq->io_start_time_ns
+ *   block_rq_issue (handed to the driver)       -> not even attached while
+ *                                                  the kernel stamps
+ *                                                  rq->io_start_time_ns
  *                                                  (queues with block stats:
- *                                                  wbt, iolatency); elsewhere
- *                                                  inflight[rq].issue_ns
+ *                                                  wbt, iolatency); once a
+ *                                                  request completes without
+ *                                                  a stamp, userspace attaches
+ *                                                  it: inflight[rq].issue_ns
+ *                                                  for unstamped requests
  *   block_rq_requeue                            -> counted; the next issue
  *                                                  stamps again
  *   block_rq_complete (IRQ / poll CPU; fires
@@ -79,9 +83,10 @@ struct {
 const volatile bool start_at_insert = false;
 
 /*
- * Time every issue in BPF, even where the kernel stamps it: the path of
- * queues without block stats, made testable on a machine whose queues all
- * have them (observe --keep-issue-times).
+ * Ignore the kernel's issue stamps and time every issue in BPF: the path of
+ * queues without block stats (the issue hook attached on the first request
+ * that completes without a time), made testable on a machine whose queues
+ * all have them (observe --keep-issue-times).
  */
 const volatile bool keep_issue_times = false;
 
@@ -487,8 +492,8 @@ static __always_inline int blkobs_complete(struct request *rq, bool typed,
 	if (!hkey.dev)
 		return 0;
 	last = nr_bytes >= RQ_READ(typed, rq, __data_len);
-	issue = RQ_READ(typed, rq, io_start_time_ns);
-	if (last && (start_at_insert || keep_issue_times || !issue)) {
+	issue = keep_issue_times ? 0 : RQ_READ(typed, rq, io_start_time_ns);
+	if (last && (start_at_insert || !issue)) {
 		u64 kept = forget_request(rq);
 
 		/* Kept only where the kernel did not stamp (or when told to). */
@@ -519,6 +524,8 @@ static __always_inline int blkobs_complete(struct request *rq, bool typed,
 			if (start && issue >= start)
 				hist_add(h, ESN_LAT_QUEUE, issue - start);
 		}
+	} else {
+		stat_inc(ESN_STAT_RQ_NO_ISSUE_TIME);
 	}
 	stat_inc(ESN_STAT_RQ_COMPLETED);
 	return 0;

@@ -417,15 +417,19 @@ static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io,
  * The node @p must run on, or ESN_NO_NODE for the fair path. Places @p when
  * it became I/O-bound, keeps the placement while it stays valid, releases it
  * when it is not (I/O stopped, device changed, affinity moved away).
+ * A task whose last answer (@st) was "not placed" has no placement: only
+ * this function creates one, and its answer then is the node. Most wake-ups
+ * are of such tasks, so they skip the placements lookup.
  */
-static u8 task_target_node(struct task_struct *p)
+static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 {
 	struct esn_task_io *io = task_io_of(p);
-	struct esn_placement *pl, fresh = {};
+	struct esn_placement *pl = NULL, fresh = {};
 	u32 tid = p->pid;
 	u8 home, node;
 
-	pl = bpf_map_lookup_elem(&placements, &tid);
+	if (!st || st->io_placed)
+		pl = bpf_map_lookup_elem(&placements, &tid);
 	home = io_bound_home(p, io, pl);
 	if (pl) {
 		node = pl->node;
@@ -464,7 +468,7 @@ static u8 task_target_node(struct task_struct *p)
 /* task_target_node(), remembering the answer for ops.running. */
 static u8 task_io_node(struct task_struct *p, struct esn_sched_task *st)
 {
-	u8 node = task_target_node(p);
+	u8 node = task_target_node(p, st);
 
 	if (st)
 		st->io_placed = node != ESN_NO_NODE;

@@ -82,6 +82,9 @@ enum esn_stat {
 	ESN_STAT_IO_RESCUE,	/* a starving I/O queue woke another node's CPU */
 	ESN_STAT_CPU_RELEASED,	/* a higher class took a CPU: its queue sent back */
 	ESN_STAT_RQ_ISSUE_KEPT,	/* issue time kept by BPF: the queue has no stamp */
+	ESN_STAT_RQ_NO_ISSUE_TIME, /* completed without an issue time: no device
+				    * latency (userspace then attaches the
+				    * issue hook) */
 	ESN_NR_STATS,
 };
 

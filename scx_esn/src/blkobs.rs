@@ -70,6 +70,11 @@ pub struct HookChoice {
     pub programs: Vec<String>,
     pub start_point: &'static str,
     pub raw_tp: Vec<String>,
+    /// The issue program, loaded but left detached until a request completes
+    /// without the kernel's issue stamp (IssueHook); `None` when it must
+    /// run from the start (requests start at insert: it charges the ones
+    /// issued directly).
+    pub lazy_issue: Option<String>,
 }
 
 impl HookChoice {
@@ -130,10 +135,19 @@ pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice
             programs.push(format!("esn_{tp}"));
         }
     }
+    let lazy_issue = (start_point == "block_io_start")
+        .then(|| {
+            programs
+                .iter()
+                .find(|p| p.starts_with("esn_block_rq_issue"))
+                .cloned()
+        })
+        .flatten();
     Ok(HookChoice {
         programs,
         start_point,
         raw_tp,
+        lazy_issue,
     })
 }
 
@@ -194,6 +208,54 @@ pub fn apply_hooks(object: &mut libbpf_rs::OpenObject, choice: &HookChoice, only
         if !keep {
             prog.set_autoload(false);
         }
+        if choice.lazy_issue.as_deref() == Some(name.as_str()) {
+            prog.set_autoattach(false);
+        }
+    }
+}
+
+/// The issue program where the kernel stamps issue times itself
+/// (rq->io_start_time_ns, on every queue with block stats: wbt is on by
+/// default): it would run once per request to do nothing, so it stays
+/// detached until BPF counts a request that completed without a time.
+/// From then on it keeps issue times in BPF; the requests completed before
+/// have no device latency (rq_no_issue_time says how many).
+pub struct IssueHook {
+    program: Option<String>,
+    link: Option<libbpf_rs::Link>,
+}
+
+impl IssueHook {
+    pub fn new(choice: &HookChoice) -> Self {
+        IssueHook {
+            program: choice.lazy_issue.clone(),
+            link: None,
+        }
+    }
+
+    /// Attach the issue program if it is lazy, still detached, and a
+    /// request has completed without an issue time.
+    pub fn poll(&mut self, object: &libbpf_rs::Object, maps: &BlkObsMaps) -> Result<()> {
+        let Some(name) = self.program.as_deref() else {
+            return Ok(());
+        };
+        if self.link.is_some() || maps.stat(bpf_intf::esn_stat_ESN_STAT_RQ_NO_ISSUE_TIME)? == 0 {
+            return Ok(());
+        }
+        // progs_mut() borrows the object shared: attaching only reads it.
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name().to_string_lossy() == name)
+            .with_context(|| format!("no BPF program {name} in the object"))?;
+        self.link = Some(
+            prog.attach()
+                .with_context(|| format!("attaching {name} (block_rq_issue)"))?,
+        );
+        log::info!(
+            "a request completed without the kernel's issue time (a queue without block \
+             stats): timing issues in BPF from now on"
+        );
+        Ok(())
     }
 }
 
@@ -549,6 +611,7 @@ mod tests {
         );
         assert!(c.raw_tp.is_empty());
         assert!(!c.starts_at_insert());
+        assert_eq!(c.lazy_issue.as_deref(), Some("esn_block_rq_issue"));
     }
 
     #[test]
@@ -568,6 +631,7 @@ mod tests {
                 "esn_block_rq_complete"
             ]
         );
+        assert_eq!(c.lazy_issue, None, "the issue charges direct issues");
     }
 
     #[test]
@@ -583,6 +647,7 @@ mod tests {
             .programs
             .contains(&"esn_block_rq_complete_raw".to_string()));
         assert_eq!(c.raw_tp.len(), 3);
+        assert_eq!(c.lazy_issue.as_deref(), Some("esn_block_rq_issue"));
     }
 
     #[test]

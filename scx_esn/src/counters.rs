@@ -32,6 +32,7 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "io_rescue",
     "cpu_released",
     "rq_issue_kept",
+    "rq_no_issue_time",
 ];
 
 pub type Counters = [u64; NAMES.len()];

@@ -122,7 +122,9 @@ pub fn with_observer<T>(
         stats: &skel.maps.stats,
     };
     let mut aged_out = 0u64;
+    let mut issue_hook = blkobs::IssueHook::new(&hooks);
     let mut read = || -> Result<RawSnapshot> {
+        issue_hook.poll(skel.object(), &maps)?;
         aged_out += maps.age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
         let mut snap =
             maps.snapshot(plan.nr_nodes, blkobs::object_cost(skel.object()), aged_out)?;

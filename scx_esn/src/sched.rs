@@ -67,6 +67,7 @@ pub struct Scheduler<'a> {
     control_every: Duration,
     /// What the kernel's watchdog allows a runnable task to wait, in ms.
     watchdog_timeout_ms: u64,
+    issue_hook: blkobs::IssueHook,
 }
 
 /// libbpf's own messages go to our log. Its warnings (the verifier log on a
@@ -242,6 +243,7 @@ impl<'a> Scheduler<'a> {
             control,
             control_every: learning.map_or(Duration::MAX, |l| l.interval),
             watchdog_timeout_ms,
+            issue_hook: blkobs::IssueHook::new(&hooks),
         })
     }
 
@@ -365,6 +367,10 @@ impl<'a> Scheduler<'a> {
         let mut next_save = Instant::now() + STATE_SAVE_EVERY;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             std::thread::sleep(Duration::from_millis(100));
+            self.issue_hook.poll(
+                self.skel.object(),
+                &blkobs_maps_of(&self.skel, self.io_half_life_ns),
+            )?;
             let placed = self.nr_placed();
             if let Some(control) = self.control.as_mut() {
                 control.tick(&placed);
