@@ -70,18 +70,6 @@ impl Op {
         Op::ALL.get(usize::from(raw)).copied()
     }
 
-    /// Of a request submitted from @submit_node to a disk whose home node is
-    /// @home (`None`: not known); BPF's ESN_NO_NODE (0xff) is an unknown
-    /// submitting node.
-    pub fn of(home: Option<u8>, submit_node: u8) -> Locality {
-        match home {
-            _ if submit_node == u8::MAX => Locality::Unknown,
-            None | Some(u8::MAX) => Locality::Unknown,
-            Some(h) if h == submit_node => Locality::Local,
-            Some(_) => Locality::Remote,
-        }
-    }
-
     /// The same spelling as the JSON form.
     pub fn as_str(self) -> &'static str {
         match self {
