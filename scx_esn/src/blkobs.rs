@@ -221,7 +221,9 @@ pub fn apply_hooks(object: &mut libbpf_rs::OpenObject, choice: &HookChoice, only
 /// From then on it keeps issue times in BPF; the requests completed before
 /// have no device latency (rq_no_issue_time says how many).
 pub struct IssueHook {
+    /// The lazy program, until its one attempt to attach.
     program: Option<String>,
+    /// Held while attached: dropping it detaches.
     link: Option<libbpf_rs::Link>,
 }
 
@@ -234,23 +236,30 @@ impl IssueHook {
     }
 
     /// Attach the issue program if it is lazy, still detached, and a
-    /// request has completed without an issue time.
+    /// request has completed without an issue time. A failed attach costs
+    /// only those queues' device latency: it is logged once, not fatal.
     pub fn poll(&mut self, object: &libbpf_rs::Object, maps: &BlkObsMaps) -> Result<()> {
-        let Some(name) = self.program.as_deref() else {
-            return Ok(());
-        };
-        if self.link.is_some() || maps.stat(bpf_intf::esn_stat_ESN_STAT_RQ_NO_ISSUE_TIME)? == 0 {
+        // Tried once: program is None after the first attempt.
+        if self.program.is_none() || maps.stat(bpf_intf::esn_stat_ESN_STAT_RQ_NO_ISSUE_TIME)? == 0 {
             return Ok(());
         }
+        let name = self.program.take().unwrap_or_default();
         // progs_mut() borrows the object shared: attaching only reads it.
-        let prog = object
+        let attached = object
             .progs_mut()
             .find(|p| p.name().to_string_lossy() == name)
-            .with_context(|| format!("no BPF program {name} in the object"))?;
-        self.link = Some(
-            prog.attach()
-                .with_context(|| format!("attaching {name} (block_rq_issue)"))?,
-        );
+            .with_context(|| format!("no BPF program {name} in the object"))
+            .and_then(|prog| {
+                prog.attach()
+                    .with_context(|| format!("attaching {name} (block_rq_issue)"))
+            });
+        match attached {
+            Ok(link) => self.link = Some(link),
+            Err(err) => {
+                log::warn!("{err:#}: requests on queues without block stats get no device latency");
+                return Ok(());
+            }
+        }
         log::info!(
             "a request completed without the kernel's issue time (a queue without block \
              stats): timing issues in BPF from now on"

@@ -23,7 +23,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
 
 use esn_controller::persist::{self, LoadOutcome};
 use esn_controller::{ControllerConfig, Decision, LatencyStat, NodeController, NodeSample};
@@ -36,6 +40,10 @@ use crate::plan::Plan;
 
 /// Where the learned state lives unless `--state-file` says otherwise.
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/scx_esn/learned.json";
+
+/// How long to wait for another process's hold on the state file: long enough
+/// for a `profile --save` to finish writing, short enough to fail visibly.
+const STATE_LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// One node under control, with the disks whose latency it is judged by.
 struct ControlledNode {
@@ -57,6 +65,8 @@ pub struct Control {
     decisions: Vec<Decision>,
     /// A failed save warns once, not every minute.
     save_failed: bool,
+    /// This process's hold on the state file, for the whole run.
+    _state_lock: Option<persist::StateLock>,
 }
 
 /// A short text that changes whenever what was learned stops applying: the
@@ -138,6 +148,51 @@ fn mean_placed(sum: u64, ticks: u32) -> u32 {
     ((sum + u64::from(ticks) / 2) / u64::from(ticks)) as u32
 }
 
+/// Makes the directory of a state file (root-owned 0755 when run as root):
+/// /var/lib/scx_esn does not exist before the first save.
+fn make_state_dir(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir),
+        None => Ok(()),
+    }
+}
+
+/// Takes the state file at `path` for this process (see `persist::lock`),
+/// waiting up to STATE_LOCK_WAIT for another holder. Held elsewhere: an error
+/// that says what to do. Not lockable at all (no writable directory): a
+/// warning and `None`, as saving there will only warn too.
+pub fn own_state_file(path: &Path) -> Result<Option<persist::StateLock>> {
+    if let Err(err) = make_state_dir(path) {
+        warn!("cannot create the directory of {}: {err}", path.display());
+        return Ok(None);
+    }
+    let deadline = Instant::now() + STATE_LOCK_WAIT;
+    loop {
+        match persist::lock(path) {
+            Ok(lock) => return Ok(Some(lock)),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    anyhow::bail!(
+                        "{err} (a running scheduler, or profile --save): stop it first, or \
+                         use another --state-file"
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(err) => {
+                warn!(
+                    "cannot lock {}: {err}; going on without the lock",
+                    path.display()
+                );
+                return Ok(None);
+            }
+        }
+    }
+}
+
 /// The learned state of `state_file` for `fingerprint`, or nothing (said in
 /// the log): never an error, a bad file only costs what it had learned.
 fn load_state(state_file: Option<&Path>, fingerprint: &str) -> Option<persist::LearnedState> {
@@ -166,6 +221,8 @@ impl Control {
     /// Controllers for the nodes hosting `plan`'s devices, restored from
     /// `state_file` when it was learned on this topology. `io` and `waits`
     /// are the current cumulative readings the first interval starts from.
+    /// The state file is this process's until the controller is dropped; an
+    /// error when another process holds it.
     pub fn new(
         plan: &Plan,
         cfg: &ControllerConfig,
@@ -173,7 +230,11 @@ impl Control {
         fingerprint: String,
         io: BTreeMap<IoKey, IoCounters>,
         waits: Vec<NodeWaits>,
-    ) -> Control {
+    ) -> Result<Control> {
+        let state_lock = match state_file.as_deref() {
+            Some(path) => own_state_file(path)?,
+            None => None,
+        };
         let learned = load_state(state_file.as_deref(), &fingerprint);
         let mut by_node: BTreeMap<u32, Vec<DevT>> = BTreeMap::new();
         for dev in &plan.devices {
@@ -202,7 +263,7 @@ impl Control {
                 }
             })
             .collect();
-        Control {
+        Ok(Control {
             nodes,
             fingerprint,
             state_file,
@@ -211,7 +272,8 @@ impl Control {
             last_waits: waits,
             decisions: Vec::new(),
             save_failed: false,
-        }
+            _state_lock: state_lock,
+        })
     }
 
     /// The threshold each controlled node starts with, to write before attach.
@@ -303,11 +365,9 @@ impl Control {
 }
 
 /// Writes `state` to `path` (atomically, see `persist::save`), creating the
-/// directory first: /var/lib/scx_esn does not exist before the first save.
+/// directory first.
 pub fn save_state(path: &Path, state: &persist::LearnedState) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+    make_state_dir(path)?;
     persist::save(path, state)
 }
 
@@ -507,7 +567,8 @@ mod tests {
             fp.clone(),
             BTreeMap::new(),
             vec![NodeWaits::default(); 2],
-        );
+        )
+        .unwrap();
         assert_eq!(c.initial_thresholds(), vec![(1, 2)]);
 
         // Two tasks placed, each waiting as long as a local request takes:
@@ -544,6 +605,24 @@ mod tests {
         );
 
         c.save();
+        // The running controller owns the file: a second one (profile --save,
+        // another scheduler) is refused with what to do.
+        let err = Control::new(
+            &p,
+            &cfg,
+            Some(path.clone()),
+            fp.clone(),
+            BTreeMap::new(),
+            Vec::new(),
+        )
+        .err()
+        .expect("a second owner of the state file");
+        assert!(
+            err.to_string().contains("another scx_esn process")
+                && err.to_string().contains("--state-file"),
+            "{err}"
+        );
+        drop(c);
         let again = Control::new(
             &p,
             &cfg,
@@ -551,8 +630,10 @@ mod tests {
             fp,
             BTreeMap::new(),
             Vec::new(),
-        );
+        )
+        .unwrap();
         assert_eq!(again.initial_thresholds(), vec![(1, 1)]);
+        drop(again);
         // Another topology starts afresh from the CPU count.
         let other = Control::new(
             &p,
@@ -561,7 +642,8 @@ mod tests {
             "nodes 0:4cpu".into(),
             BTreeMap::new(),
             Vec::new(),
-        );
+        )
+        .unwrap();
         assert_eq!(other.initial_thresholds(), vec![(1, 2)]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -576,7 +658,8 @@ mod tests {
             "fp".into(),
             BTreeMap::new(),
             Vec::new(),
-        );
+        )
+        .expect("no lock where nothing can be written: a warning, not an error");
         c.save();
         c.save();
         assert!(c.save_failed);

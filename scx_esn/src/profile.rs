@@ -358,6 +358,9 @@ pub fn render(p: &Profile) -> String {
 /// Seeds the controller of the profiled node and writes it into the state
 /// file, keeping what the file holds for other nodes of this topology.
 fn save(plan: &Plan, p: &Profile, path: &Path) -> Result<()> {
+    // A running scheduler owns the file and would overwrite this profile at
+    // its next save: refuse rather than lose it (the error says what to do).
+    let _lock = control::own_state_file(path)?;
     let fingerprint = control::topology_fingerprint(plan);
     let mut nodes: BTreeMap<u32, NodeState> = match persist::load(path, &fingerprint) {
         LoadOutcome::Loaded(state) => state.nodes.into_iter().map(|n| (n.node, n)).collect(),

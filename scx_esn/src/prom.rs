@@ -360,17 +360,24 @@ impl Exporter {
     }
 
     /// Answers every scrape waiting for a reading (call from the run loop).
-    pub fn answer(&self, mut read: impl FnMut() -> Result<Cumulative>) -> Result<()> {
+    /// A reading that fails is logged and those scrapes get a 503 (their
+    /// reply channel closes): monitoring never stops the scheduler.
+    pub fn answer(&self, mut read: impl FnMut() -> Result<Cumulative>) {
         let mut reading: Option<Arc<Cumulative>> = None;
         while let Ok(reply) = self.requests.try_recv() {
             let r = match &reading {
                 Some(r) => r.clone(),
-                None => reading.insert(Arc::new(read()?)).clone(),
+                None => match read() {
+                    Ok(r) => reading.insert(Arc::new(r)).clone(),
+                    Err(err) => {
+                        log::warn!("a /metrics scrape gets a 503: {err:#}");
+                        continue;
+                    }
+                },
             };
             // A scraper that gave up is gone; nothing to do about it here.
             let _ = reply.send(r);
         }
-        Ok(())
     }
 }
 
@@ -662,10 +669,9 @@ mod tests {
                     let mut r = reading();
                     r.counters[0] = served;
                     Ok(r)
-                })?;
+                });
                 std::thread::sleep(Duration::from_millis(5));
             }
-            anyhow::Ok(())
         });
         let (head, body) = http_get(addr, "/metrics");
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -675,10 +681,41 @@ mod tests {
         let second = samples(&body)["scx_esn_events_total{event=\"place_local\"}"];
         assert!(second > first, "each scrape gets a new reading");
         assert!(http_get(addr, "/nope").0.starts_with("HTTP/1.1 404"));
-        loop_thread.join().unwrap().unwrap();
+        loop_thread.join().unwrap();
         // The loop is gone: a scrape now says why instead of hanging.
         let (head, body) = http_get(addr, "/metrics");
         assert!(head.starts_with("HTTP/1.1 503"), "{head}");
         assert!(body.contains("loop"), "{body}");
+    }
+
+    #[test]
+    fn a_failed_reading_is_a_503_and_the_loop_goes_on() {
+        let (source, rx) = channel_source();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+        let exporter = Exporter { requests: rx };
+        let (stop_tx, stop) = bounded::<()>(1);
+        // The run loop: its first reading fails (a map read error), the next
+        // ones work. answer() has no error to return: the loop cannot stop.
+        let loop_thread = std::thread::spawn(move || {
+            let mut calls = 0;
+            while stop.try_recv().is_err() {
+                exporter.answer(|| {
+                    calls += 1;
+                    if calls == 1 {
+                        anyhow::bail!("reading the stats map: injected failure")
+                    }
+                    Ok(reading())
+                });
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            calls
+        });
+        let (head, _) = http_get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        let (head, body) = http_get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(body.contains("scx_esn_events_total"), "{body}");
+        stop_tx.send(()).unwrap();
+        assert_eq!(loop_thread.join().unwrap(), 2);
     }
 }

@@ -177,7 +177,7 @@ impl<'a> Scheduler<'a> {
                 control::topology_fingerprint(&plan),
                 maps.io_counters()?,
                 node_waits(&read_node_sched(&skel, plan.nr_nodes)?),
-            );
+            )?;
             for (node, limit) in c.initial_thresholds() {
                 thresholds[node as usize] = limit;
             }
@@ -391,16 +391,21 @@ impl<'a> Scheduler<'a> {
                     .age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
                 next_aging += INFLIGHT_AGING_EVERY;
             }
+            // Monitoring never stops the scheduler: a reading that fails is
+            // logged and its reader gets an error (stats: none within 5 s).
             if let Some(server) = &server {
                 for _ in 0..server.wanted() {
-                    server.reply(stats::Reading {
-                        start: start.clone(),
-                        now: self.cumulative(aged_out)?,
-                    });
+                    match self.cumulative(aged_out) {
+                        Ok(now) => server.reply(stats::Reading {
+                            start: start.clone(),
+                            now,
+                        }),
+                        Err(err) => warn!("a stats reader gets no reading: {err:#}"),
+                    }
                 }
             }
             if let Some(exporter) = exporter {
-                exporter.answer(|| self.cumulative(aged_out))?;
+                exporter.answer(|| self.cumulative(aged_out));
             }
             if let (Some(at), Some(every)) = (next_stats, stats_every) {
                 if Instant::now() >= at {

@@ -39,6 +39,8 @@
 #      itself; q exits 0.
 #   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
 #      file is replaced by a valid one.
+#   O. the state file's lock held by another process (flock): the scheduler
+#      exits 1 with "in use by another scx_esn process", sched_ext disabled.
 #   F. scx_esn profile --device NVME --max-jobs 2 --save (no scheduler): local
 #      and remote rows with IOPS, P_numa measured near 1 (no interconnect),
 #      and the state file seeded with node 1 at the printed balance point.
@@ -396,6 +398,22 @@ saved=$(saved_threshold)
 ok=0
 [[ $SCHED_RC == 0 && -n $warned && $saved != - ]] && ok=1
 check "C corrupt state file: warning, runs, replaced" "$ok" "exit $SCHED_RC; ${warned:-no warning}; saved threshold now $saved"
+
+# ---- O. another process owns the state file: refused, nothing left loaded -------------
+# flock(1) stands in for a second scx_esn (profile --save) holding the file.
+flock "$(dirname "$state")/.$(basename "$state").lock" sleep 20 &
+holder=$!
+sleep 1
+owned_rc=0
+timeout 60 "$bin" "${common_args[@]}" >"$ESN_WORK/sched-O.stdout" 2>"$ESN_WORK/sched-O.stderr" || owned_rc=$?
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+owned_state=$(cat /sys/kernel/sched_ext/state 2>/dev/null || echo ?)
+refused=$(grep -m1 'in use by another scx_esn process' "$ESN_WORK/sched-O.stderr" || true)
+ok=0
+[[ $owned_rc == 1 && -n $refused && $owned_state == disabled ]] && ok=1
+check "O state file owned elsewhere: exit 1, says so, nothing loaded" "$ok" \
+	"exit $owned_rc; sched_ext $owned_state; ${refused:-no message}"
 
 # ---- F. the profile sweep, saved as the starting point -----------------------------------
 bio_trace_stop

@@ -11,14 +11,23 @@
 //! fails and never panics: it returns the state, [`LoadOutcome::Missing`], or
 //! [`LoadOutcome::Ignored`] with a reason to log, and the caller starts afresh.
 //!
+//! Files are opened so that nothing planted in the state directory is followed: the
+//! temporary file is created exclusively (O_EXCL; a name that exists, symlink
+//! included, is never opened) under an unpredictable name, mode 0644, and a state
+//! file that is a symlink is not read. One process at a time owns a state file
+//! ([`lock`]): the running scheduler for its whole run, `profile --save` for its
+//! read-modify-write, so neither silently overwrites what the other learned.
+//!
 //! State learned on one topology says nothing about another (other CPUs per node,
 //! other devices), so the caller passes a fingerprint of the topology and a file with
 //! another one is ignored. What goes into the fingerprint is the caller's business.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -131,11 +140,11 @@ pub fn save(path: &Path, state: &LearnedState) -> io::Result<()> {
         ));
     }
     let json = serde_json::to_vec_pretty(state).map_err(io::Error::other)?;
-    let tmp = temp_path(path)?;
-    let written = write_synced(&tmp, &json).and_then(|()| fs::rename(&tmp, path));
-    if written.is_err() {
+    let tmp = write_temp(path, &json)?;
+    // rename() replaces a symlink at `path` itself, never its target.
+    if let Err(e) = fs::rename(&tmp, path) {
         let _ = fs::remove_file(&tmp);
-        return written;
+        return Err(e);
     }
     // Make the rename itself durable; without it a crash may bring back the old
     // file, which is harmless, so a failure here is not worth reporting.
@@ -147,30 +156,95 @@ pub fn save(path: &Path, state: &LearnedState) -> io::Result<()> {
     Ok(())
 }
 
-/// A name next to `path`, hidden, and unique per process so two savers do not write
-/// into each other's temporary file.
-fn temp_path(path: &Path) -> io::Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| {
+/// A hidden name next to `path` for one save: the pid, a per-process count and the
+/// clock's nanoseconds, so it is unique and not guessable in advance.
+fn temp_path(path: &Path, attempt: u32) -> io::Result<PathBuf> {
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let name = file_name(path)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(
+        ".tmp.{}.{}.{nanos:09}{attempt}",
+        std::process::id(),
+        SAVES.fetch_add(1, Ordering::Relaxed)
+    ));
+    Ok(path.with_file_name(tmp))
+}
+
+fn file_name(path: &Path) -> io::Result<&std::ffi::OsStr> {
+    path.file_name().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} does not name a file", path.display()),
         )
-    })?;
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".tmp.{}", std::process::id()));
-    Ok(path.with_file_name(tmp))
+    })
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = OpenOptions::new()
+/// Writes `bytes` to a new temporary file next to `path` and returns its name.
+/// Created exclusively: a name that already exists (left by a crash, or planted) is
+/// skipped, never opened, and a symlink is never followed.
+fn write_temp(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+    let mut attempt = 0;
+    loop {
+        let tmp = temp_path(path, attempt)?;
+        let opened = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&tmp);
+        let mut f = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => {
+                attempt += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        // The data must be on disk before the rename makes it the file.
+        let written = f.write_all(bytes).and_then(|()| f.sync_all());
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        return Ok(tmp);
+    }
+}
+
+/// Ownership of a state file, until dropped: an flock on a hidden lock file next to
+/// it (not on the state file, which each save replaces). The kernel drops it when
+/// the process dies, so a crash never leaves a stale lock.
+#[derive(Debug)]
+pub struct StateLock {
+    _file: File,
+}
+
+/// Takes the state file at `path` for this process. `WouldBlock` when another
+/// process holds it; other errors when the lock file cannot be made (for example a
+/// directory that does not exist or cannot be written).
+pub fn lock(path: &Path) -> io::Result<StateLock> {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(file_name(path)?);
+    name.push(".lock");
+    let file = OpenOptions::new()
+        .read(true)
         .write(true)
         .create(true)
-        .truncate(true)
-        .open(path)?;
-    f.write_all(bytes)?;
-    // The data must be on disk before the rename makes it the file.
-    f.sync_all()
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path.with_file_name(name))?;
+    match file.try_lock() {
+        Ok(()) => Ok(StateLock { _file: file }),
+        Err(TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!("{} is in use by another scx_esn process", path.display()),
+        )),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
 }
 
 /// Reads the state at `path` for the topology `expected_topology`.
@@ -188,9 +262,18 @@ pub fn load(path: &Path, expected_topology: &str) -> LoadOutcome {
 
 fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    File::open(path)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::other("it is a symbolic link, which is not followed")
+            } else {
+                e
+            }
+        })?;
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(io::Error::other(format!(
             "larger than {MAX_FILE_BYTES} bytes"

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use esn_controller::persist::STATE_VERSION;
+use esn_controller::persist::{lock, STATE_VERSION};
 use esn_controller::{
     load, save, ControllerConfig, Decision, LearnedState, LoadOutcome, NodeController,
 };
@@ -187,12 +187,70 @@ fn save_replaces_atomically_and_leaves_nothing_behind() {
     assert_eq!(dir.entries(), ["learned.json"]);
     assert_eq!(loaded(&path), second);
 
-    // A temporary file left by a crashed earlier save is simply overwritten.
-    let stale = dir.file(&format!(".learned.json.tmp.{}", std::process::id()));
-    fs::write(&stale, b"half a fi").unwrap();
+    // A file or symlink at a name a temporary file once had (a crashed save, or
+    // planted) is neither opened nor followed: each save creates a new file.
+    let stale = dir.file(&format!(".learned.json.tmp.{}.0", std::process::id()));
+    let victim = dir.file("victim");
+    fs::write(&victim, b"not ours").unwrap();
+    std::os::unix::fs::symlink(&victim, &stale).unwrap();
     save(&path, &first).unwrap();
-    assert_eq!(dir.entries(), ["learned.json"]);
     assert_eq!(loaded(&path), first);
+    assert_eq!(fs::read(&victim).unwrap(), b"not ours");
+    let name = format!(".learned.json.tmp.{}.0", std::process::id());
+    assert_eq!(dir.entries(), [name.as_str(), "learned.json", "victim"]);
+}
+
+#[test]
+fn the_state_file_is_0644_and_a_symlink_is_neither_read_nor_written_through() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("symlink");
+    let (nodes, _) = learning();
+    let state = LearnedState::new(TOPO, vec![nodes[0].export()]);
+
+    let path = dir.file("learned.json");
+    save(&path, &state).unwrap();
+    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode & 0o133,
+        0,
+        "no exec bit, no write for group/other: {mode:o}"
+    );
+
+    // A state file that is a symlink: not read...
+    let target = dir.file("elsewhere.json");
+    save(&target, &state).unwrap();
+    let link = dir.file("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    match load(&link, TOPO) {
+        LoadOutcome::Ignored(why) => assert!(why.contains("symbolic link"), "{why}"),
+        other => panic!("a symlinked state file was used: {other:?}"),
+    }
+    // ...and a save replaces the link, never writing through it.
+    let before = fs::read(&target).unwrap();
+    let other = LearnedState::new(TOPO, nodes.iter().map(NodeController::export).collect());
+    save(&link, &other).unwrap();
+    assert!(!fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read(&target).unwrap(), before);
+    assert_eq!(loaded(&link), other);
+}
+
+#[test]
+fn one_process_owns_a_state_file_until_it_lets_go() {
+    let dir = TempDir::new("lock");
+    let path = dir.file("learned.json");
+    let held = lock(&path).unwrap();
+    let err = lock(&path).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    assert!(err.to_string().contains("in use"), "{err}");
+    // Another file in the same directory is another lock.
+    let _other = lock(&dir.file("other.json")).unwrap();
+    drop(held);
+    let _again = lock(&path).unwrap();
+    // No directory: an error, not a panic.
+    assert!(lock(&dir.file("missing/learned.json")).is_err());
 }
 
 #[test]
