@@ -95,21 +95,20 @@ pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice
         kernel.btf_tracepoints.iter().any(|t| t == tp) || kernel.tracepoints.iter().any(|t| t == tp)
     };
     let mut wanted: Vec<&str> = Vec::new();
-    let start_point = if has("block_io_start") && !prefs.no_io_start {
-        wanted.push("block_io_start");
-        "block_io_start"
-    } else {
-        wanted.push("block_rq_insert");
+    let at_insert = !has("block_io_start") || prefs.no_io_start;
+    let start_point = if at_insert {
         "block_rq_insert"
+    } else {
+        "block_io_start"
     };
-    wanted.extend(["block_rq_issue", "block_rq_requeue"]);
-    if start_point == "block_rq_insert" {
+    wanted.extend([start_point, "block_rq_issue", "block_rq_requeue"]);
+    if at_insert {
         wanted.push("block_rq_merge");
     }
     wanted.push("block_rq_complete");
 
     let mut programs = Vec::new();
-    if start_point == "block_rq_insert" {
+    if at_insert {
         programs.push(BIO_HOOK.to_string());
     }
     let mut raw_tp = Vec::new();
@@ -135,7 +134,7 @@ pub fn choose_hooks(kernel: &KernelHooks, prefs: HookPrefs) -> Result<HookChoice
             programs.push(format!("esn_{tp}"));
         }
     }
-    let lazy_issue = (start_point == "block_io_start")
+    let lazy_issue = (!at_insert)
         .then(|| {
             programs
                 .iter()

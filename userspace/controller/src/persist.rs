@@ -156,31 +156,33 @@ pub fn save(path: &Path, state: &LearnedState) -> io::Result<()> {
     Ok(())
 }
 
-/// A hidden name next to `path` for one save: the pid, a per-process count and the
-/// clock's nanoseconds, so it is unique and not guessable in advance.
-fn temp_path(path: &Path, attempt: u32) -> io::Result<PathBuf> {
-    static SAVES: AtomicU64 = AtomicU64::new(0);
-    let name = file_name(path)?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(
-        ".tmp.{}.{}.{nanos:09}{attempt}",
-        std::process::id(),
-        SAVES.fetch_add(1, Ordering::Relaxed)
-    ));
-    Ok(path.with_file_name(tmp))
-}
-
-fn file_name(path: &Path) -> io::Result<&std::ffi::OsStr> {
-    path.file_name().ok_or_else(|| {
+/// `.NAME<suffix>` beside `path`: the hidden files that go with a state file.
+fn hidden_sibling(path: &Path, suffix: &str) -> io::Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} does not name a file", path.display()),
         )
-    })
+    })?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(suffix);
+    Ok(path.with_file_name(hidden))
+}
+
+/// A temporary name for one save: the pid, a per-process count and the clock's
+/// nanoseconds, so it is unique and not guessable in advance.
+fn temp_path(path: &Path) -> io::Result<PathBuf> {
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let suffix = format!(
+        ".tmp.{}.{}.{nanos:09}",
+        std::process::id(),
+        SAVES.fetch_add(1, Ordering::Relaxed)
+    );
+    hidden_sibling(path, &suffix)
 }
 
 /// Writes `bytes` to a new temporary file next to `path` and returns its name.
@@ -189,12 +191,11 @@ fn file_name(path: &Path) -> io::Result<&std::ffi::OsStr> {
 fn write_temp(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
     let mut attempt = 0;
     loop {
-        let tmp = temp_path(path, attempt)?;
+        let tmp = temp_path(path)?;
         let opened = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o644)
-            .custom_flags(libc::O_CLOEXEC)
             .open(&tmp);
         let mut f = match opened {
             Ok(f) => f,
@@ -226,17 +227,14 @@ pub struct StateLock {
 /// process holds it; other errors when the lock file cannot be made (for example a
 /// directory that does not exist or cannot be written).
 pub fn lock(path: &Path) -> io::Result<StateLock> {
-    let mut name = std::ffi::OsString::from(".");
-    name.push(file_name(path)?);
-    name.push(".lock");
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path.with_file_name(name))?;
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(hidden_sibling(path, ".lock")?)?;
     match file.try_lock() {
         Ok(()) => Ok(StateLock { _file: file }),
         Err(TryLockError::WouldBlock) => Err(io::Error::new(
@@ -264,7 +262,7 @@ fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
