@@ -17,7 +17,7 @@ export BPF_CLANG
 CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 
-.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick clean
+.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick soak clean
 
 all: build
 
@@ -38,6 +38,7 @@ unit:
 # the bpftrace scripts with every bpftrace at hand.
 host-test: build
 	tests/host/debian-mirror.sh
+	tests/host/bad-input.sh
 	tests/host/observe.sh
 	tests/host/profile.sh
 	tests/host/scripts.sh
@@ -60,6 +61,17 @@ vm-test: build
 	ESN_VM_DIR=$(CURDIR)/build/vm-old ESN_KERNEL_SUITE=$(OLD_KERNEL_SUITE) \
 		ESN_REQUIRE_SCHED_EXT=0 tests/vm/run.sh observe
 	tests/vm/run.sh lab
+	tests/vm/run.sh soak ESN_SOAK_SECS=$(SOAK_CUT_SECS)
+
+# The fault soak (tests/vm/guest-soak.sh): the whole of it on the 2-node VM,
+# then on the 4-node one; `make test` runs a cut of it.
+SOAK_CUT_SECS ?= 180
+SOAK_SECS ?= 1200
+SOAK_4N_SECS ?= 300
+soak: build
+	ESN_VM_TIMEOUT=$$(($(SOAK_SECS) + 600)) tests/vm/run.sh soak ESN_SOAK_SECS=$(SOAK_SECS)
+	ESN_VM_TOPOLOGY=4n ESN_VM_TIMEOUT=$$(($(SOAK_4N_SECS) + 600)) \
+		tests/vm/run.sh soak ESN_SOAK_SECS=$(SOAK_4N_SECS)
 
 # One point per scheduler of the NUMA benchmark, so it cannot rot (builds the
 # peer schedulers once: tests/bench/peers.sh), and the report's self-test on

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const ABOUT: &str = "NUMA- and NVMe-aware sched_ext scheduler.";
 
@@ -28,7 +28,13 @@ profile` measures the curve with fio beforehand.
 Without a subcommand, scx_esn loads the scheduler (root, a kernel with \
 CONFIG_SCHED_CLASS_EXT, 6.12 or later) and runs until SIGINT or SIGTERM, then \
 unloads it and exits 0. A scheduler error or watchdog stall is reported with \
-the kernel's exit reason and exits 1.";
+the kernel's exit reason and exits 1.
+
+Exit status: 0 done (SIGINT/SIGTERM, --duration reached, or the reader of \
+stdout left); 1 a runtime error (one line on stderr: what failed and what to \
+do); 2 a bad command line (one line on stderr). Options of the scheduler \
+given to a subcommand, or options that do nothing in the mode given, are \
+bad command lines, not silently ignored.";
 
 #[derive(Debug, Parser)]
 #[command(name = "scx_esn", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -73,7 +79,8 @@ pub enum Command {
 #[derive(Debug, Clone, clap::Args)]
 pub struct TopOpts {
     /// Seconds between refreshes (0.25-10; + and - change it live).
-    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = seconds,
+          allow_negative_numbers = true)]
     pub interval: f64,
 
     /// Observe block I/O with our own BPF (root, no scheduler needed) even
@@ -141,11 +148,12 @@ pub struct ObserveOpts {
     pub json: bool,
 
     /// Seconds between reports.
-    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = seconds,
+          allow_negative_numbers = true)]
     pub interval: f64,
 
     /// Stop after SECS seconds (default: until SIGINT/SIGTERM).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub duration: Option<f64>,
 
     /// Only report these disks (e.g. nvme0n1; repeat or comma-separate).
@@ -176,10 +184,13 @@ pub struct ObserveOpts {
 pub struct SchedOpts {
     /// Pin the threshold: I/O-bound tasks a node keeps before the excess
     /// spills to the nearest node with room, the same on every node, never
-    /// changed. Without it the threshold of each node hosting block devices
-    /// is learned live (see --numa-penalty); other nodes keep their number of
-    /// online CPUs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// changed (1 to 1000000). Without it the threshold of each node hosting
+    /// block devices is learned live (see --numa-penalty); other nodes keep
+    /// their number of online CPUs.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_THRESHOLD as i64),
+          allow_negative_numbers = true,
+          conflicts_with_all = ["state_file", "no_state", "control_interval"])]
     pub threshold: Option<u32>,
 
     /// Use this NUMA penalty (remote over local I/O cost, 1.0-10.0) instead
@@ -187,11 +198,18 @@ pub struct SchedOpts {
     /// known to mislead (an emulator, a device whose remote penalty shows in
     /// throughput rather than latency). Without it each node measures its
     /// own, using the prior 1.3 until it has seen remote requests.
-    #[arg(long, value_name = "X", conflicts_with = "threshold", value_parser = numa_penalty)]
+    #[arg(long, value_name = "X", conflicts_with = "threshold", value_parser = numa_penalty,
+          allow_negative_numbers = true)]
     pub numa_penalty: Option<f64>,
 
     /// Seconds between two steps of the threshold controller.
-    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "SECS",
+        value_parser = seconds,
+        allow_negative_numbers = true
+    )]
     pub control_interval: f64,
 
     /// Where the learned thresholds and curves are kept between runs. They
@@ -200,25 +218,42 @@ pub struct SchedOpts {
     pub state_file: PathBuf,
 
     /// Neither read nor write the learned state: start from scratch.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "state_file")]
     pub no_state: bool,
 
     /// Print an interval of statistics every SECS seconds while running:
     /// counters, per node placed/threshold and waits, the block I/O tables,
     /// the controller's state.
-    #[arg(long, value_name = "SECS")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        group = "live",
+        value_parser = seconds,
+        allow_negative_numbers = true
+    )]
     pub stats: Option<f64>,
 
     /// Do not load a scheduler: print the statistics of the scx_esn already
     /// running, every SECS seconds, read from its stats socket
     /// (/var/run/scx/root/stats), until SIGINT/SIGTERM. Waits for one to start.
-    #[arg(long, value_name = "SECS", conflicts_with = "stats")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        group = "live",
+        value_parser = seconds,
+        allow_negative_numbers = true
+    )]
     pub monitor: Option<f64>,
 
     /// With --stats or --monitor: one JSON object per interval instead of
     /// text.
-    #[arg(long)]
+    #[arg(long, requires = "live")]
     pub json: bool,
+
+    /// Let this group read the stats socket too (mode 0660); without it only
+    /// root can (0600), as what it serves names every I/O task.
+    #[arg(long, value_name = "GROUP")]
+    pub stats_group: Option<String>,
 
     /// Describe every field of the statistics (what --stats --json prints,
     /// --monitor and `scx_esn top` read, and the stats socket serves with
@@ -249,7 +284,7 @@ pub struct SchedOpts {
 
     /// Half-life of the per-task I/O score, in milliseconds: how fast a task
     /// that stops doing I/O stops being treated as I/O-bound.
-    #[arg(long, default_value_t = 100, value_name = "MS",
+    #[arg(long, default_value_t = 100, value_name = "MS", global = true,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub io_half_life_ms: u64,
 
@@ -274,12 +309,113 @@ pub struct SchedOpts {
     pub kconfig: Option<PathBuf>,
 
     /// sysfs root to read the topology from (for tests and diagnosis).
-    #[arg(long, default_value = "/sys", value_name = "DIR", hide = true)]
+    #[arg(
+        long,
+        default_value = "/sys",
+        value_name = "DIR",
+        hide = true,
+        global = true
+    )]
     pub sysfs: PathBuf,
 
     /// More logging; twice for libbpf's debug output.
-    #[arg(short, long, action = clap::ArgAction::Count)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+}
+
+/// Largest --threshold: far above any node's CPU count, it means "never
+/// spill" without letting a typo's digits reach the BPF maps.
+pub const MAX_THRESHOLD: u32 = 1_000_000;
+
+/// The command line, or exit 2 with one line saying what is wrong with it
+/// (exit 0 for --help and --version).
+pub fn parse() -> Opts {
+    match parse_from(std::env::args_os()) {
+        Ok(opts) => opts,
+        Err(err) if !err.use_stderr() => err.exit(),
+        Err(err) => {
+            eprintln!("scx_esn: {}", one_line(&err));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Parses and refuses options that would do nothing in the mode given.
+pub fn parse_from<I, T>(args: I) -> Result<Opts, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut cmd = Opts::command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    check_modes(&mut cmd, &matches)?;
+    Opts::from_arg_matches(&matches).map_err(|err| err.format(&mut cmd))
+}
+
+/// clap's message without its usage block and tips (its first paragraph,
+/// which may list arguments on lines of their own), with where to read more.
+fn one_line(err: &clap::Error) -> String {
+    let text = err.to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    format!("{message} (scx_esn --help explains the options)")
+}
+
+/// Options of the top level that are the scheduler's own: all but the
+/// global ones (-v, --io-half-life-ms, --sysfs) and help/version.
+fn scheduler_only(cmd: &clap::Command) -> Vec<&clap::Arg> {
+    cmd.get_arguments()
+        .filter(|a| !a.is_global_set() && !matches!(a.get_id().as_str(), "help" | "version"))
+        .collect()
+}
+
+fn flag_name(arg: &clap::Arg) -> String {
+    match arg.get_long() {
+        Some(long) => format!("--{long}"),
+        None => arg.get_id().to_string(),
+    }
+}
+
+/// A scheduler option before a subcommand (`scx_esn --threshold 3 observe`),
+/// or beside --monitor / --help-stats, which load no scheduler, would be
+/// silently ignored: refuse it instead.
+fn check_modes(cmd: &mut clap::Command, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let own = scheduler_only(cmd);
+    let first_given = |allowed: &[&str]| {
+        own.iter()
+            .find(|a| given(a.get_id().as_str()) && !allowed.contains(&a.get_id().as_str()))
+            .map(|a| flag_name(a))
+    };
+    let mut why = None;
+    if let Some((sub, _)) = matches.subcommand() {
+        if let Some(flag) = first_given(&[]) {
+            why = Some(format!(
+                "{flag} is an option of the scheduler and does nothing with `{sub}`: \
+                 leave it out"
+            ));
+        }
+    } else if given("help_stats") {
+        if let Some(flag) = first_given(&["help_stats"]) {
+            why = Some(format!("{flag} does nothing with --help-stats"));
+        }
+    } else if given("monitor") {
+        if let Some(flag) = first_given(&["monitor", "json"]) {
+            why = Some(format!(
+                "{flag} does nothing with --monitor, which only reads a running \
+                 scx_esn's statistics: give it to that scx_esn instead"
+            ));
+        }
+    }
+    match why {
+        Some(why) => Err(cmd.error(clap::error::ErrorKind::ArgumentConflict, why)),
+        None => Ok(()),
+    }
 }
 
 /// A NUMA penalty the controller will believe.
@@ -303,6 +439,20 @@ fn numa_penalty(text: &str) -> Result<f64, String> {
 /// clock reading can never overflow.
 const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
 
+/// A seconds option on the command line: a positive, sane number.
+fn seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("{text}: give a positive number of seconds"));
+    }
+    if secs > MAX_SECS {
+        return Err(format!("{text}: at most {MAX_SECS} seconds (a year)"));
+    }
+    Ok(secs)
+}
+
 /// A seconds option as a Duration, refusing what is not a positive, sane
 /// number (0, negative, NaN, infinity, more than a year).
 pub fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
@@ -318,26 +468,103 @@ pub fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<std::time::Duratio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_consistent() {
         Opts::command().debug_assert();
     }
 
+    /// The one line `parse` prints for a bad command line.
+    fn refused(args: &[&str]) -> String {
+        let err = parse_from(std::iter::once("scx_esn").chain(args.iter().copied()))
+            .expect_err("should be refused");
+        assert!(err.use_stderr(), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        one_line(&err)
+    }
+
     #[test]
-    fn threshold_zero_is_refused() {
-        let err = Opts::try_parse_from(["scx_esn", "--threshold", "0"]).unwrap_err();
-        assert!(err.to_string().contains("threshold"), "{err}");
+    fn bad_thresholds_are_refused_in_one_line() {
+        for (bad, says) in [
+            (&["--threshold", "0"][..], "--threshold"),
+            (&["--threshold", "-3"], "--threshold"),
+            (&["--threshold", "x"], "--threshold"),
+            (&["--threshold", "1000001"], "--threshold"),
+            (&["--threshold", "99999999999999999999"], "--threshold"),
+            (&["--threshold"], "--threshold"),
+        ] {
+            let line = refused(bad);
+            assert!(
+                line.contains(says) && !line.contains('\n'),
+                "{bad:?}: {line}"
+            );
+            assert!(
+                line.ends_with("(scx_esn --help explains the options)"),
+                "{line}"
+            );
+        }
+        let opts = parse_from(["scx_esn", "--threshold", "1000000"]).unwrap();
+        assert_eq!(opts.sched.threshold, Some(MAX_THRESHOLD));
+    }
+
+    #[test]
+    fn options_that_would_do_nothing_are_refused() {
+        for (args, says) in [
+            (&["--threshold", "3", "observe"][..], "--threshold"),
+            (&["--stats", "1", "topology"], "--stats"),
+            (&["--prometheus", "9000", "top"], "--prometheus"),
+            (&["--json"], "--stats"),
+            (&["--numa-penalty", "-2"], "--numa-penalty"),
+            (&["--stats", "0"], "--stats"),
+            (&["--control-interval", "-1"], "--control-interval"),
+            (&["--monitor", "nan"], "--monitor"),
+            (&["observe", "--interval", "-1"], "--interval"),
+            (&["observe", "--duration", "1e30"], "--duration"),
+            (&["top", "--interval", "inf"], "--interval"),
+            (&["--json", "topology"], "--stats"),
+            (&["--no-state", "--state-file", "/tmp/x"], "--state-file"),
+            (
+                &["--threshold", "2", "--state-file", "/tmp/x"],
+                "--state-file",
+            ),
+            (&["--threshold", "2", "--no-state"], "--no-state"),
+            (
+                &["--threshold", "2", "--control-interval", "2"],
+                "--control-interval",
+            ),
+            (&["--monitor", "1", "--threshold", "2"], "--threshold"),
+            (&["--monitor", "1", "--stats", "1"], "--stats"),
+            (&["--help-stats", "--slice-us", "200"], "--slice-us"),
+        ] {
+            let line = refused(args);
+            assert!(line.contains(says), "{args:?}: {line}");
+        }
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_subcommand() {
+        for args in [
+            &["scx_esn", "observe", "-v", "--io-half-life-ms", "200"][..],
+            &["scx_esn", "-v", "--io-half-life-ms", "200", "observe"],
+        ] {
+            let opts = parse_from(args).unwrap();
+            assert_eq!(opts.sched.verbose, 1, "{args:?}");
+            assert_eq!(opts.sched.io_half_life_ms, 200, "{args:?}");
+            assert!(matches!(opts.command, Some(Command::Observe(_))));
+        }
+        let opts = parse_from(["scx_esn", "--monitor", "1", "--json", "-v"]).unwrap();
+        assert_eq!((opts.sched.monitor, opts.sched.json), (Some(1.0), true));
+        let opts = parse_from(["scx_esn", "--stats", "2", "--json"]).unwrap();
+        assert!(opts.sched.json);
     }
 
     #[test]
     fn defaults_and_subcommand() {
-        let opts = Opts::try_parse_from(["scx_esn", "--threshold", "2", "--stats", "1"]).unwrap();
+        let opts = parse_from(["scx_esn", "--threshold", "2", "--stats", "1"]).unwrap();
         assert_eq!(opts.sched.threshold, Some(2));
         assert_eq!(opts.sched.slice_us, 5000);
         assert!(opts.command.is_none());
-        let opts = Opts::try_parse_from(["scx_esn", "topology", "--json"]).unwrap();
+        let opts = parse_from(["scx_esn", "topology", "--json"]).unwrap();
         assert!(matches!(
             opts.command,
             Some(Command::Topology { json: true })
@@ -346,14 +573,13 @@ mod tests {
 
     #[test]
     fn numa_penalty_is_checked_and_excludes_a_pinned_threshold() {
-        let opts = Opts::try_parse_from(["scx_esn", "--numa-penalty", "3"]).unwrap();
+        let opts = parse_from(["scx_esn", "--numa-penalty", "3"]).unwrap();
         assert_eq!(opts.sched.numa_penalty, Some(3.0));
         for bad in ["0.5", "11", "nan", "x"] {
-            let err = Opts::try_parse_from(["scx_esn", "--numa-penalty", bad]).unwrap_err();
+            let err = parse_from(["scx_esn", "--numa-penalty", bad]).unwrap_err();
             assert!(err.to_string().contains("numa-penalty"), "{err}");
         }
-        let err = Opts::try_parse_from(["scx_esn", "--numa-penalty", "2", "--threshold", "2"])
-            .unwrap_err();
+        let err = parse_from(["scx_esn", "--numa-penalty", "2", "--threshold", "2"]).unwrap_err();
         assert!(err.to_string().contains("cannot be used with"), "{err}");
     }
 
@@ -371,29 +597,29 @@ mod tests {
 
     #[test]
     fn prometheus_address() {
-        let opts = Opts::try_parse_from(["scx_esn", "--prometheus", "9091"]).unwrap();
+        let opts = parse_from(["scx_esn", "--prometheus", "9091"]).unwrap();
         assert_eq!(
             opts.sched.prometheus,
             Some("127.0.0.1:9091".parse().unwrap())
         );
-        let err = Opts::try_parse_from(["scx_esn", "--prometheus", "host"]).unwrap_err();
+        let err = parse_from(["scx_esn", "--prometheus", "host"]).unwrap_err();
         assert!(err.to_string().contains("ADDR:PORT"), "{err}");
     }
 
     #[test]
     fn top_options() {
-        let opts = Opts::try_parse_from(["scx_esn", "top", "--interval", "0.5"]).unwrap();
+        let opts = parse_from(["scx_esn", "top", "--interval", "0.5"]).unwrap();
         let Some(Command::Top(t)) = opts.command else {
             panic!("not top");
         };
         assert_eq!(t.interval, 0.5);
         assert!(!t.observe && t.socket.is_none());
-        assert!(Opts::try_parse_from(["scx_esn", "top", "--observe", "--socket", "/x"]).is_err());
+        assert!(parse_from(["scx_esn", "top", "--observe", "--socket", "/x"]).is_err());
     }
 
     #[test]
     fn observe_options() {
-        let opts = Opts::try_parse_from([
+        let opts = parse_from([
             "scx_esn",
             "observe",
             "--json",

@@ -160,6 +160,34 @@ fn make_state_dir(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// What was learned, kept in memory across the scheduler's in-process
+/// restarts (the kernel unloads it on CPU hotplug): one state per topology,
+/// so that a CPU going offline and coming back finds the state learned before
+/// it left, not the one clamped to fewer CPUs meanwhile. The state file only
+/// holds the current topology's.
+#[derive(Debug, Default)]
+pub struct CarriedState {
+    by_topology: BTreeMap<String, persist::LearnedState>,
+    last: Option<String>,
+}
+
+impl CarriedState {
+    pub fn keep(&mut self, state: persist::LearnedState) {
+        self.last = Some(state.topology.clone());
+        self.by_topology.insert(state.topology.clone(), state);
+    }
+
+    /// The state learned on this topology, else the latest one (on a new
+    /// topology the controllers clamp it to the CPUs there are).
+    pub fn for_topology(&self, fingerprint: &str) -> Option<&persist::LearnedState> {
+        self.by_topology.get(fingerprint).or_else(|| {
+            self.last
+                .as_ref()
+                .and_then(|last| self.by_topology.get(last))
+        })
+    }
+}
+
 /// Takes the state file at `path` for this process (see `persist::lock`),
 /// waiting up to STATE_LOCK_WAIT for another holder. Held elsewhere: an error
 /// that says what to do. Not lockable at all (no writable directory): a
@@ -230,12 +258,22 @@ impl Control {
         fingerprint: String,
         io: BTreeMap<IoKey, IoCounters>,
         waits: Vec<NodeWaits>,
+        carried: Option<&persist::LearnedState>,
     ) -> Result<Control> {
         let state_lock = match state_file.as_deref() {
             Some(path) => own_state_file(path)?,
             None => None,
         };
-        let learned = load_state(state_file.as_deref(), &fingerprint);
+        let learned = match carried {
+            Some(state) => {
+                info!(
+                    "carrying what was learned over the restart ({})",
+                    state.topology
+                );
+                Some(state.clone())
+            }
+            None => load_state(state_file.as_deref(), &fingerprint),
+        };
         let mut by_node: BTreeMap<u32, Vec<DevT>> = BTreeMap::new();
         for dev in &plan.devices {
             by_node.entry(dev.run_node).or_default().push(DevT(dev.dev));
@@ -335,6 +373,14 @@ impl Control {
         &self.decisions
     }
 
+    /// What every controlled node has learned, as the state file holds it.
+    pub fn export(&self) -> persist::LearnedState {
+        persist::LearnedState::new(
+            self.fingerprint.clone(),
+            self.nodes.iter().map(|n| n.ctl.export()).collect(),
+        )
+    }
+
     /// Writes the learned state, if there is a state file. A failure warns
     /// (once) and the scheduler goes on: losing what was learned is not a
     /// reason to stop scheduling.
@@ -342,11 +388,7 @@ impl Control {
         let Some(path) = self.state_file.clone() else {
             return;
         };
-        let state = persist::LearnedState::new(
-            self.fingerprint.clone(),
-            self.nodes.iter().map(|n| n.ctl.export()).collect(),
-        );
-        match save_state(&path, &state) {
+        match save_state(&path, &self.export()) {
             Ok(()) => {
                 self.save_failed = false;
                 log::debug!("learned state saved to {}", path.display());
@@ -567,6 +609,7 @@ mod tests {
             fp.clone(),
             BTreeMap::new(),
             vec![NodeWaits::default(); 2],
+            None,
         )
         .unwrap();
         assert_eq!(c.initial_thresholds(), vec![(1, 2)]);
@@ -614,6 +657,7 @@ mod tests {
             fp.clone(),
             BTreeMap::new(),
             Vec::new(),
+            None,
         )
         .err()
         .expect("a second owner of the state file");
@@ -630,6 +674,7 @@ mod tests {
             fp,
             BTreeMap::new(),
             Vec::new(),
+            None,
         )
         .unwrap();
         assert_eq!(again.initial_thresholds(), vec![(1, 1)]);
@@ -642,10 +687,47 @@ mod tests {
             "nodes 0:4cpu".into(),
             BTreeMap::new(),
             Vec::new(),
+            None,
         )
         .unwrap();
         assert_eq!(other.initial_thresholds(), vec![(1, 2)]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_was_learned_survives_a_cpu_going_offline_and_back() {
+        let cfg = ControllerConfig::default();
+        let full = plan();
+        let mut fewer = full.clone();
+        fewer.node_cpus[1] = 1;
+        let (fp_full, fp_fewer) = (topology_fingerprint(&full), topology_fingerprint(&fewer));
+        let start = |p: &Plan, fp: &str, carried: Option<&persist::LearnedState>| {
+            Control::new(
+                p,
+                &cfg,
+                None,
+                fp.into(),
+                BTreeMap::new(),
+                Vec::new(),
+                carried,
+            )
+            .unwrap()
+        };
+        let mut carried = CarriedState::default();
+        let before = start(&full, &fp_full, None);
+        assert_eq!(before.initial_thresholds(), vec![(1, 2)]);
+        carried.keep(before.export());
+        // CPU 3 goes: node 1 has one CPU, the learned threshold is clamped to it.
+        let offline = start(&fewer, &fp_fewer, carried.for_topology(&fp_fewer));
+        assert_eq!(offline.initial_thresholds(), vec![(1, 1)]);
+        carried.keep(offline.export());
+        // It comes back: the state learned on two CPUs, not the clamped one.
+        let back = start(&full, &fp_full, carried.for_topology(&fp_full));
+        assert_eq!(back.initial_thresholds(), vec![(1, 2)]);
+        assert_eq!(
+            back.export(),
+            carried.for_topology(&fp_full).unwrap().clone()
+        );
     }
 
     #[test]
@@ -658,6 +740,7 @@ mod tests {
             "fp".into(),
             BTreeMap::new(),
             Vec::new(),
+            None,
         )
         .expect("no lock where nothing can be written: a warning, not an error");
         c.save();

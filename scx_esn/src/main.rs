@@ -26,10 +26,9 @@ use std::mem::MaybeUninit;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
 use esn_topology::Topology;
 
-use cli::{Command, Opts, SchedOpts};
+use cli::{Command, SchedOpts};
 use plan::Plan;
 
 fn init_logging(verbose: u8) -> Result<()> {
@@ -74,13 +73,37 @@ fn print_topology(opts: &SchedOpts, json: bool) -> Result<()> {
     }
 }
 
-fn check_sched_ext() -> Result<()> {
-    if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+/// The kernel can run a sched_ext scheduler and none runs now: checked
+/// before anything is loaded, so a refusal leaves nothing behind.
+fn check_sched_ext(sysfs: &std::path::Path) -> Result<()> {
+    let dir = sysfs.join("kernel/sched_ext");
+    if !dir.exists() {
         bail!(
-            "this kernel has no sched_ext (/sys/kernel/sched_ext is missing): boot a \
-             kernel built with CONFIG_SCHED_CLASS_EXT=y (Linux 6.12 or later); \
-             `scx_esn topology` works without it"
+            "this kernel has no sched_ext ({} is missing): boot a kernel built with \
+             CONFIG_SCHED_CLASS_EXT=y (Linux 6.12 or later); `scx_esn topology` and \
+             `scx_esn observe` work without it",
+            dir.display()
         );
+    }
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map(|s| s.trim().to_string());
+    match read("state") {
+        Ok(state) if state != "disabled" => {
+            let name = read("root/ops").unwrap_or_else(|_| "unnamed".into());
+            bail!(
+                "another sched_ext scheduler ({name}) is {state}: stop it first (its \
+                 service, e.g. `systemctl stop scx`, or its process), then start scx_esn"
+            );
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Loading BPF needs root (CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON): say so
+/// before the kernel answers with a bare EPERM.
+fn require_root(what: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{what} needs root (it loads BPF programs into the kernel): run it with sudo");
     }
     Ok(())
 }
@@ -118,27 +141,47 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
     if let Some(secs) = opts.monitor {
         return run_monitor(secs, opts.json);
     }
+    // Everything the command line says is checked before the machine is.
     let learning = learning(opts)?;
-    check_sched_ext()?;
+    let stats_access = stats::SocketAccess::for_group(opts.stats_group.as_deref())?;
     let stats_every = opts
         .stats
         .map(|secs| cli::positive_secs("--stats", secs))
         .transpose()?;
+    check_sched_ext(&opts.sysfs)?;
+    require_root("scx_esn")?;
     let shutdown = sched::shutdown_flag()?;
     // Bound before loading: a taken port is an error now, not a silent gap
     // in the dashboards. It outlives restarts of the scheduler.
     let exporter = prom::launch_checked(opts.prometheus, &blkobs::device_table(&discover(opts)?))?;
     let mut open_object = MaybeUninit::uninit();
+    let mut carried = control::CarriedState::default();
     loop {
         // Re-read the topology on every (re)start: a CPU hotplug restarts us.
         let topo = discover(opts)?;
         let plan = Plan::new(&topo, opts.threshold)?;
         let devices = blkobs::device_table(&topo);
-        let mut scheduler =
-            sched::Scheduler::init(opts, plan, devices, learning.as_ref(), &mut open_object)?;
-        let exit = scheduler.run(&shutdown, stats_every, opts.json, exporter.as_ref())?;
+        let fingerprint = control::topology_fingerprint(&plan);
+        let mut scheduler = sched::Scheduler::init(
+            opts,
+            plan,
+            devices,
+            learning.as_ref(),
+            carried.for_topology(&fingerprint),
+            &mut open_object,
+        )?;
+        let exit = scheduler.run(
+            &shutdown,
+            stats_every,
+            opts.json,
+            exporter.as_ref(),
+            &stats_access,
+        )?;
         if !exit.should_restart() {
             return Ok(());
+        }
+        if let Some(state) = scheduler.learned() {
+            carried.keep(state);
         }
         log::info!("the kernel asked for a restart (CPU hotplug?): reloading");
     }
@@ -146,6 +189,7 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
 
 fn run_observer(opts: &SchedOpts, observe_opts: &cli::ObserveOpts) -> Result<()> {
     let topo = discover(opts)?;
+    require_root("scx_esn observe")?;
     let shutdown = sched::shutdown_flag()?;
     observe::run(
         &topo,
@@ -175,7 +219,7 @@ fn run_top(opts: &SchedOpts, top_opts: &cli::TopOpts) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    let opts = Opts::parse();
+    let opts = cli::parse();
     if let Err(err) = init_logging(opts.sched.verbose) {
         eprintln!("scx_esn: {err:#}");
     }

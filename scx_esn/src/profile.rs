@@ -150,7 +150,8 @@ fn run_fio(opts: &ProfileOpts, target: &str, jobs: u32, cpus: &[u32]) -> Result<
     let mut cmd = Command::new(&opts.fio);
     cmd.args([
         "--name=esn-profile",
-        &format!("--filename={target}"),
+        // fio splits --filename at ':' (a list of files) unless escaped.
+        &format!("--filename={}", target.replace(':', "\\:")),
         "--rw=randread",
         "--bs=4k",
         "--direct=1",

@@ -9,14 +9,18 @@
 //!  http thread: Exposition(reading) ─► prometheus-client Registry ─► text
 //! ```
 //!
+//! The http thread is hyper's HTTP/1 server on a one-thread tokio runtime:
+//! every connection is a task of its own with a capped request head, a
+//! deadline for the head and one for the whole exchange, so a client that
+//! floods or drips holds up nobody but itself.
+//!
 //! Prometheus computes rates itself, so everything is exported as it is
 //! counted since the scheduler started (counters end in `_total`, latency
 //! histograms are in seconds); only the per-node placement state and the
 //! controller's penalties are gauges. The thread never touches BPF: like
 //! the stats server it asks the run loop, which answers between two sleeps.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +28,14 @@ use anyhow::{bail, Context, Result};
 use crossbeam::channel::{bounded, Receiver, Sender};
 use esn_stats::devt::DeviceTable;
 use esn_stats::hist::{slot_upper_ns, LatHist, LAT_SLOTS};
-use log::{info, warn};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use log::{debug, info, warn};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -36,7 +47,7 @@ use crate::counters;
 use crate::stats::Cumulative;
 
 /// The OpenMetrics text format's media type, which Prometheus asks for first.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Port of `--prometheus` when only an address is missing: loopback.
 pub fn parse_listen(spec: &str) -> Result<SocketAddr, String> {
@@ -328,13 +339,13 @@ fn exposition_text(reading: Arc<Cumulative>, devices: &DeviceTable) -> Result<St
 }
 
 /// What answers a scrape: asks for a reading and waits for it.
-pub type ReadingSource = Box<dyn Fn() -> Result<Arc<Cumulative>> + Send>;
+pub type ReadingSource = Arc<dyn Fn() -> Result<Arc<Cumulative>> + Send + Sync>;
 
 /// A source that asks whoever holds the receiver (the run loop) for a
 /// reading, and waits for it.
 fn channel_source() -> (ReadingSource, Receiver<Sender<Arc<Cumulative>>>) {
     let (tx, requests) = bounded::<Sender<Arc<Cumulative>>>(4);
-    let source: ReadingSource = Box::new(move || {
+    let source: ReadingSource = Arc::new(move || {
         let (reply, answer) = bounded(1);
         tx.send(reply).context("the scheduler's loop is gone")?;
         answer
@@ -381,80 +392,137 @@ impl Exporter {
     }
 }
 
-/// Binds and starts the HTTP thread; returns the bound address (port 0
+/// Bytes of request head buffered per connection at most (hyper's smallest
+/// read buffer): a scrape's head is a few hundred; a longer one gets a 431
+/// and the connection closes, so no client grows our memory.
+const MAX_REQUEST_HEAD: usize = 8 * 1024;
+
+/// Time a client has, from connecting, to send its whole request head: a
+/// client dripping a byte now and then is cut off after it.
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Time a connection may last in all, answer included (a reading takes up
+/// to 5 s when the loop is busy): a client that stops reading is dropped.
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(15);
+
+/// Connections served at once; further ones wait in the listen backlog.
+/// Each is its own task, so a slow one holds only its own slot.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Binds and starts the HTTP thread (a one-thread tokio runtime serving
+/// every connection as its own task); returns the bound address (port 0
 /// picks a free one, for tests).
 pub fn serve(addr: SocketAddr, devices: DeviceTable, source: ReadingSource) -> Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).with_context(|| {
+    let listener = std::net::TcpListener::bind(addr).with_context(|| {
         format!("--prometheus {addr}: cannot listen there (in use? not an address of this host?)")
     })?;
+    listener.set_nonblocking(true)?;
     let bound = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        // Readings block (they wait for the run loop): a few threads for them.
+        .max_blocking_threads(4)
+        .thread_name("prometheus-read")
+        .build()
+        .context("starting the prometheus runtime")?;
+    let devices = Arc::new(devices);
     std::thread::Builder::new()
         .name("prometheus".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                if let Err(err) = handle(stream, &devices, &source) {
-                    warn!("prometheus: {err:#}");
-                }
-            }
-        })
+        .spawn(move || runtime.block_on(accept_loop(listener, devices, source)))
         .context("starting the prometheus thread")?;
     Ok(bound)
 }
 
-/// One HTTP/1.x request on its connection, then close: scrapers reconnect
-/// for each scrape anyway, and no keep-alive means no idle connection can
-/// hold the only thread.
-fn handle(stream: TcpStream, devices: &DeviceTable, source: &ReadingSource) -> Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    // Headers are not needed, but must be read before the answer.
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
-            break;
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    devices: Arc<DeviceTable>,
+    source: ReadingSource,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(err) => {
+            warn!("prometheus: no /metrics: {err}");
+            return;
         }
-    }
-    let mut parts = request_line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let (status, content_type, body) = match (method, path) {
-        ("GET", "/metrics") => match source().and_then(|r| exposition_text(r, devices)) {
-            Ok(body) => ("200 OK", CONTENT_TYPE, body),
-            Err(err) => (
-                "503 Service Unavailable",
-                "text/plain; charset=utf-8",
-                format!("{err:#}\n"),
-            ),
-        },
-        ("GET", "/") => (
-            "200 OK",
-            "text/plain; charset=utf-8",
-            "scx_esn: metrics at /metrics\n".to_string(),
-        ),
-        ("GET", _) => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "not found: try /metrics\n".to_string(),
-        ),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "only GET\n".to_string(),
-        ),
     };
-    let mut out = stream;
-    write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    out.flush()?;
-    Ok(())
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                // Out of file descriptors, say: try again a little later.
+                debug!("prometheus: accept: {err}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (devices, source) = (devices.clone(), source.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let service =
+                service_fn(move |request| respond(request, devices.clone(), source.clone()));
+            // One request per connection: scrapers reconnect for each scrape
+            // anyway, and no idle keep-alive connection holds a slot.
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_DEADLINE)
+                .max_buf_size(MAX_REQUEST_HEAD)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            match tokio::time::timeout(CONNECTION_DEADLINE, connection).await {
+                Ok(Ok(())) => {}
+                // Clients' mistakes are theirs: not worth a warning each.
+                Ok(Err(err)) => debug!("prometheus: a connection failed: {err}"),
+                Err(_) => debug!("prometheus: a connection outlived {CONNECTION_DEADLINE:?}"),
+            }
+        });
+    }
+}
+
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// The answer to one request: /metrics from a fresh reading, a pointer to
+/// it at /, 404 elsewhere, 405 for anything but GET and HEAD.
+async fn respond(
+    request: Request<Incoming>,
+    devices: Arc<DeviceTable>,
+    source: ReadingSource,
+) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+    let readable = matches!(*request.method(), Method::GET | Method::HEAD);
+    let (status, content_type, body) = match (readable, request.uri().path()) {
+        (true, "/metrics") => {
+            let text = tokio::task::spawn_blocking(move || {
+                source().and_then(|r| exposition_text(r, &devices))
+            })
+            .await;
+            match text {
+                Ok(Ok(body)) => (StatusCode::OK, OPENMETRICS, body),
+                Ok(Err(err)) => (StatusCode::SERVICE_UNAVAILABLE, TEXT, format!("{err:#}\n")),
+                Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("{err}\n")),
+            }
+        }
+        (true, "/") => (
+            StatusCode::OK,
+            TEXT,
+            "scx_esn: metrics at /metrics\n".into(),
+        ),
+        (true, _) => (
+            StatusCode::NOT_FOUND,
+            TEXT,
+            "not found: try /metrics\n".into(),
+        ),
+        (false, _) => (StatusCode::METHOD_NOT_ALLOWED, TEXT, "only GET\n".into()),
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    Ok(response)
 }
 
 /// `--prometheus` failing to bind is an error before the scheduler loads:
@@ -476,7 +544,10 @@ mod tests {
     use esn_stats::devt::{DevT, DeviceInfo};
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
     use std::collections::BTreeMap;
-    use std::io::Read;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
 
     fn devices() -> DeviceTable {
         DeviceTable::new(vec![DeviceInfo {
@@ -717,5 +788,141 @@ mod tests {
         assert!(body.contains("scx_esn_events_total"), "{body}");
         stop_tx.send(()).unwrap();
         assert_eq!(loop_thread.join().unwrap(), 2);
+    }
+
+    /// A run loop answering scrapes with fresh readings until `stop`.
+    fn answering_loop(exporter: Exporter, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                exporter.answer(|| Ok(reading()));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    }
+
+    /// Connects and sends `head` a byte every `pause` until the server
+    /// closes the connection; returns how long that took.
+    fn drip(addr: SocketAddr, head: &'static [u8], pause: Duration) -> Duration {
+        let start = Instant::now();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(pause)).unwrap();
+        let mut buf = [0u8; 512];
+        for byte in head.iter().cycle() {
+            if s.write_all(std::slice::from_ref(byte)).is_err() {
+                break;
+            }
+            match s.read(&mut buf) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                // An answer (408), the end of the stream or a reset: cut off.
+                _ => break,
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "never cut off");
+        }
+        start.elapsed()
+    }
+
+    #[test]
+    fn flooding_and_dripping_clients_hold_up_no_scrape() {
+        let (source, rx) = channel_source();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let run_loop = answering_loop(Exporter { requests: rx }, stop.clone());
+        // A client sending a head without end, again and again.
+        let flood_stop = stop.clone();
+        let flooder = std::thread::spawn(move || {
+            let mut cut_off = 0;
+            while !flood_stop.load(Ordering::Relaxed) {
+                let Ok(mut s) = TcpStream::connect(addr) else {
+                    continue;
+                };
+                let chunk = [b'a'; 4096];
+                while !flood_stop.load(Ordering::Relaxed) && s.write_all(&chunk).is_ok() {}
+                cut_off += 1;
+            }
+            cut_off
+        });
+        let drippers: Vec<_> = (0..2)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    drip(
+                        addr,
+                        b"GET /metrics HTTP/1.1\r\nX: ",
+                        Duration::from_millis(700),
+                    )
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        for scrape in 0..5 {
+            let asked = Instant::now();
+            let (head, body) = http_get(addr, "/metrics");
+            let took = asked.elapsed();
+            assert!(head.starts_with("HTTP/1.1 200"), "scrape {scrape}: {head}");
+            assert!(body.contains("scx_esn_events_total"), "scrape {scrape}");
+            assert!(
+                took < Duration::from_secs(3),
+                "scrape {scrape} took {took:?}"
+            );
+        }
+        for dripper in drippers {
+            let held = dripper.join().unwrap();
+            assert!(
+                held < HEAD_DEADLINE + Duration::from_secs(3),
+                "a dripper held {held:?}"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(flooder.join().unwrap() > 0, "the flood was never cut off");
+        run_loop.join().unwrap();
+    }
+
+    #[test]
+    fn an_oversized_head_is_refused_not_buffered() {
+        let (source, _rx) = channel_source();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut head = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+        head.resize(4 * MAX_REQUEST_HEAD, b'a');
+        // The server may close before all of it is written.
+        let _ = s.write_all(&head);
+        let mut answer = Vec::new();
+        match s.read_to_end(&mut answer) {
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&answer);
+                assert!(
+                    text.is_empty() || text.starts_with("HTTP/1.1 431"),
+                    "{text}"
+                );
+            }
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        }
+    }
+
+    #[test]
+    fn only_get_and_head_are_answered() {
+        let (source, rx) = channel_source();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let run_loop = answering_loop(Exporter { requests: rx }, stop.clone());
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = String::new();
+        s.read_to_string(&mut all).unwrap();
+        assert!(all.starts_with("HTTP/1.1 405"), "{all}");
+        assert_eq!(
+            http_get(addr, "/").0.lines().next(),
+            Some("HTTP/1.1 200 OK")
+        );
+        stop.store(true, Ordering::Relaxed);
+        run_loop.join().unwrap();
     }
 }

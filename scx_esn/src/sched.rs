@@ -122,6 +122,7 @@ impl<'a> Scheduler<'a> {
         plan: Plan,
         devices: DeviceTable,
         learning: Option<&Learning>,
+        carried: Option<&esn_controller::persist::LearnedState>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         // Root here may lack CAP_SYS_RESOURCE; recent kernels charge BPF
@@ -177,6 +178,7 @@ impl<'a> Scheduler<'a> {
                 control::topology_fingerprint(&plan),
                 maps.io_counters()?,
                 node_waits(&read_node_sched(&skel, plan.nr_nodes)?),
+                carried,
             )?;
             for (node, limit) in c.initial_thresholds() {
                 thresholds[node as usize] = limit;
@@ -245,6 +247,11 @@ impl<'a> Scheduler<'a> {
             watchdog_timeout_ms,
             issue_hook: blkobs::IssueHook::new(&hooks),
         })
+    }
+
+    /// What the controller has learned so far (nothing when pinned).
+    pub fn learned(&self) -> Option<esn_controller::persist::LearnedState> {
+        self.control.as_ref().map(Control::export)
     }
 
     fn read_counters(&self) -> Result<Counters> {
@@ -356,11 +363,12 @@ impl<'a> Scheduler<'a> {
         stats_every: Option<Duration>,
         json: bool,
         exporter: Option<&crate::prom::Exporter>,
+        stats_access: &stats::SocketAccess,
     ) -> Result<UserExitInfo> {
         let mut aged_out = 0;
         let start = Arc::new(self.cumulative(aged_out)?);
         let mut last_stats = (*start).clone();
-        let server = stats::try_launch(self.devices.clone());
+        let server = stats::try_launch(self.devices.clone(), stats_access);
         let mut next_stats = stats_every.map(|d| Instant::now() + d);
         let mut next_aging = Instant::now() + INFLIGHT_AGING_EVERY;
         let mut next_control = Instant::now().checked_add(self.control_every);

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -219,6 +220,27 @@ pub fn print(s: &IntervalStats, json: bool) -> Result<()> {
     }
 }
 
+/// Binds the socket so that nobody but root can connect before its mode is
+/// set: the umask covers the moment between bind and chmod. The directories
+/// are made first under the usual umask, as other schedulers share them.
+fn launch_restricted(
+    server: StatsServer<(), Reading>,
+    access: &SocketAccess,
+) -> Result<StatsServer<(), Reading>> {
+    let path = Path::new(SOCKET);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    // SAFETY: umask cannot fail; it is put back right after the bind. Our
+    // other threads (signals, /metrics) create no files meanwhile.
+    let old = unsafe { libc::umask(0o077) };
+    let launched = server.launch();
+    unsafe { libc::umask(old) };
+    let server = launched?;
+    access.apply(path)?;
+    Ok(server)
+}
+
 /// The server side: requests come in from the server's threads, readings go
 /// back from the run loop.
 pub struct Server {
@@ -230,7 +252,7 @@ pub struct Server {
 impl Server {
     /// Serves `target "top"` on the standard scx_stats socket. Each
     /// connection keeps its previous reading; `devices` names the disks.
-    pub fn launch(devices: DeviceTable) -> Result<Server> {
+    pub fn launch(devices: DeviceTable, access: &SocketAccess) -> Result<Server> {
         let open = move |_: (&Sender<()>, &Receiver<Reading>)| {
             let devices = devices.clone();
             let mut prev: Option<Cumulative> = None;
@@ -257,9 +279,8 @@ impl Server {
                 close: None,
             },
         );
-        let server = StatsServer::new(data)
-            .launch()
-            .context("starting the stats server on /var/run/scx/root/stats")?;
+        let server = launch_restricted(StatsServer::new(data), access)
+            .with_context(|| format!("starting the stats server on {SOCKET}"))?;
         let (replies, requests) = server.channels();
         Ok(Server {
             _server: server,
@@ -377,18 +398,123 @@ pub fn describe(out: &mut impl std::io::Write) -> Result<()> {
 /// `scx_esn --monitor SECS`: print a running scheduler's intervals until
 /// SIGINT/SIGTERM. Waits (and says so) while no scheduler serves stats.
 pub fn monitor(every: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<()> {
+    check_socket_access(Path::new(SOCKET))?;
     scx_utils::monitor_stats::<IntervalStats>(
         &[],
         every,
         || shutdown.load(Ordering::Relaxed),
         |s| print(&s, json),
     )
+    .map_err(|err| explain_denied(err, Path::new(SOCKET)))
+}
+
+/// Where scx_stats serves every sched_ext scheduler's statistics.
+pub const SOCKET: &str = "/var/run/scx/root/stats";
+
+/// Who may read the stats socket: root alone (mode 0600), or also the
+/// members of one group (0660, `--stats-group`). What it serves names every
+/// task doing I/O and its devices, which other users need not see.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocketAccess {
+    group: Option<libc::gid_t>,
+}
+
+impl SocketAccess {
+    /// Root only, or also `group` (a name or a number), which must exist.
+    pub fn for_group(group: Option<&str>) -> Result<SocketAccess> {
+        let Some(name) = group else {
+            return Ok(SocketAccess::default());
+        };
+        let gid = match name.parse::<libc::gid_t>() {
+            Ok(gid) => gid,
+            Err(_) => group_id(name)?.with_context(|| {
+                format!("--stats-group {name}: no such group (see /etc/group, or give a number)")
+            })?,
+        };
+        Ok(SocketAccess { group: Some(gid) })
+    }
+
+    pub fn mode(&self) -> u32 {
+        if self.group.is_some() {
+            0o660
+        } else {
+            0o600
+        }
+    }
+
+    /// Gives the socket file just bound its owner group and mode.
+    fn apply(&self, path: &Path) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(gid) = self.group {
+            std::os::unix::fs::chown(path, None, Some(gid))
+                .with_context(|| format!("giving {} to group {gid}", path.display()))?;
+        }
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(self.mode()))
+            .with_context(|| format!("setting the mode of {}", path.display()))
+    }
+}
+
+/// The gid of a group name through the system's group database (NSS, not
+/// only /etc/group).
+fn group_id(name: &str) -> Result<Option<libc::gid_t>> {
+    let cname = std::ffi::CString::new(name).context("a group name without NUL bytes")?;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    loop {
+        // SAFETY: every pointer is valid for the call: grp and result are
+        // locals, buf is a live buffer of buf.len() bytes.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getgrnam_r(
+                cname.as_ptr(),
+                &mut grp,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        match rc {
+            0 if result.is_null() => return Ok(None),
+            0 => return Ok(Some(grp.gr_gid)),
+            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            err => {
+                return Err(std::io::Error::from_raw_os_error(err))
+                    .with_context(|| format!("looking up group {name}"))
+            }
+        }
+    }
+}
+
+/// A reader that may not connect is told why at once instead of waiting for
+/// a scheduler forever. A missing socket is fine: one may start later.
+pub fn check_socket_access(path: &Path) -> Result<()> {
+    match std::os::unix::net::UnixStream::connect(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(explain_denied(err.into(), path))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn explain_denied(err: anyhow::Error, path: &Path) -> anyhow::Error {
+    let denied = err
+        .chain()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+    if !denied {
+        return err;
+    }
+    anyhow::anyhow!(
+        "permission denied on {}: run as root (the stats socket is root's unless \
+         scx_esn was started with --stats-group GROUP and you are in GROUP)",
+        path.display()
+    )
 }
 
 /// Launching the server may fail (no /var/run, a read-only root): the
 /// scheduler runs on without it, and says so.
-pub fn try_launch(devices: DeviceTable) -> Option<Server> {
-    match Server::launch(devices) {
+pub fn try_launch(devices: DeviceTable, access: &SocketAccess) -> Option<Server> {
+    match Server::launch(devices, access) {
         Ok(s) => Some(s),
         Err(err) => {
             warn!("no stats server, `scx_esn --monitor` will not see this instance: {err:#}");

@@ -31,9 +31,6 @@ use crate::blkobs::{self, HookPrefs};
 use crate::cli::{positive_secs, TopOpts};
 use crate::observe::{self, ObserverSetup};
 
-/// Where a running scx_esn serves its stats (scx_stats' default path).
-pub const STATS_SOCKET: &str = "/var/run/scx/root/stats";
-
 /// Tasks listed per interval; the TUI sorts and trims them itself.
 const TOP_TASKS: usize = 20;
 
@@ -163,14 +160,21 @@ pub fn run(
     let refresh = positive_secs("--interval", opts.interval)?;
     let refresh = refresh.clamp(Duration::from_millis(250), Duration::from_secs(10));
     let should_quit = || shutdown.load(Ordering::Relaxed);
-    let socket = opts.socket.as_deref().unwrap_or(Path::new(STATS_SOCKET));
+    let socket = opts
+        .socket
+        .as_deref()
+        .unwrap_or(Path::new(crate::stats::SOCKET));
+    let observe = wants_observe(opts, socket);
+    if !observe {
+        crate::stats::check_socket_access(socket)?;
+    }
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         anyhow::bail!(
             "scx_esn top needs a terminal on stdout; for a log use `scx_esn --monitor \
              SECS` (or `scx_esn observe`)"
         );
     }
-    if !wants_observe(opts, socket) {
+    if !observe {
         let mut source = SocketSource::new(socket);
         return esn_tui::run(&mut source, refresh, &should_quit);
     }

@@ -4,7 +4,8 @@
 # `scx_esn profile` on the host, for real: fio reads a file of the disk under
 # the build tree with 1..2 jobs. This host has one NUMA node, so the NUMA
 # penalty cannot be measured and the prior must be said to be used. Checks:
-#   - exit 0, one row per job count with IOPS > 0, P_cont(1) = 1.00;
+#   - exit 0, one row per job count with IOPS > 0, P_cont(1) = 1.00, with a
+#     --file path holding a colon (which fio takes as a list unless escaped);
 #   - the summary names the prior and a balance point within 1..2;
 #   - --save writes a state file whose node threshold is that balance point;
 #   - an unknown device and an absurd --numa-penalty fail with a message,
@@ -27,9 +28,9 @@ check() { # NAME OK FIGURE
 	if [[ $2 == 1 ]]; then echo "PASS $1: $3"; else echo "FAIL $1: $3"; fail=1; fi
 }
 
-echo "profile host test: disk $disk, file $work/profile.dat"
+echo "profile host test: disk $disk, file $work/profile:a.dat (a colon: fio must get it escaped)"
 rc=0
-"$bin" profile --device "$disk" --file "$work/profile.dat" --file-size-mb 128 \
+"$bin" profile --device "$disk" --file "$work/profile:a.dat" --file-size-mb 128 \
 	--max-jobs 2 --runtime 2 --save --state-file "$state" >"$out" 2>"$work/profile.err" || rc=$?
 sed 's/^/    /' "$out"
 verdict=$(python3 - "$out" "$state" "$rc" <<'PY'

@@ -366,6 +366,38 @@ sched_kill() {
 	sched_pid=
 }
 
+# verifier_report PID LABEL: the BPF programs process PID holds, with the
+# instructions the verifier processed for each (the kernel's verified_insns,
+# by bpftool), written to $ESN_WORK/verifier-LABEL.tsv and checked against
+# half the verifier's limit of 1,000,000: a change that nears it shows here.
+VERIFIER_LIMIT=1000000
+verifier_report() {
+	local pid=$1 label=$2 out=$ESN_WORK/verifier-$2.tsv fig
+	if ! command -v bpftool >/dev/null; then
+		check "V verifier instructions ($label)" 0 "bpftool is missing (tests/vm/setup.sh installs it)"
+		return
+	fi
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+pid, out, limit = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+progs = [p for p in json.load(sys.stdin) if any(q.get("pid") == pid for q in p.get("pids", []))]
+rows = sorted(((p.get("name", "?"), p.get("type", "?"), p.get("verified_insns")) for p in progs),
+              key=lambda r: -(r[2] or 0))
+with open(out, "w") as f:
+    for name, kind, insns in rows:
+        f.write(f"{name}\t{kind}\t{insns}\n")
+known = [r[2] for r in rows if r[2] is not None]
+ok = bool(rows) and len(known) == len(rows) and max(known) < limit // 2
+top = ", ".join(f"{n} {i}" for n, _, i in rows[:4])
+print(int(ok), f"{len(rows)} programs, total {sum(known)}, most {max(known, default=0)} "
+      f"(limit {limit}); {top}; all in verifier-{sys.argv[4]}.tsv")
+' "$pid" "$out" "$VERIFIER_LIMIT" "$label" 2>&1) >"$ESN_WORK/verifier.fig" || true
+	fig=$(cat "$ESN_WORK/verifier.fig")
+	[[ ${fig%% *} == 1 ]] || fig="0 ${fig#[01] }"
+	check "V verifier instructions ($label, $(uname -r))" "${fig%% *}" "${fig#* }"
+	sed 's/^/    /' "$out" 2>/dev/null
+}
+
 # --------------------------------------------------------- scx_esn observe --
 OBS_N=0
 OBS_PID=

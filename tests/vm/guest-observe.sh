@@ -8,7 +8,8 @@
 #   - fio pinned to node 0's CPUs: >= 95 % of the NVMe's requests remote;
 #     pinned to node 1's: >= 95 % local;
 #   - its request count within 5 % of bpftrace's independent bio count, and
-#     fio the top task.
+#     fio the top task;
+#   - the verifier's processed instructions per program (bpftool), reported.
 # Environment: ESN_FIO_RUNTIME (s, default 10).
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
@@ -35,6 +36,7 @@ for run in "0-1 remote" "2-3 local"; do
 		continue
 	fi
 	hooks=$(grep -o 'tracking requests from [a-z_]*' "$OBS_ERR" | sed 's/.* //')
+	[[ $want == remote ]] && verifier_report "$OBS_PID" observe
 	measure_bios_during "$limit" -- taskset -c "$cpus" "${FIO[@]}"
 	observe_stop || true
 	pct=$OBS_REMOTE_PCT

@@ -6,6 +6,8 @@
 #   T. scx_esn topology --json: 2 nodes (CPUs 0-1, 2-3), distance 20, the
 #      NVMe disk with home node 1 (the same facts as the guest's sysfs)
 #   1. scx_esn loads: sched_ext state "enabled", root/ops "esn..." (<= 30 s)
+#   V. the verifier's processed instructions per program (bpftool's
+#      verified_insns), reported, each below half the limit
 #   2. fio 2 jobs unpinned: >= 95 % of the bios from node 1
 #  2b. fio 2 jobs started on CPUs 0-1, then allowed everywhere: share of node 1
 #      >= 90 % of the bios from node 1 (ESN_ASSERT_MIGRATE=0: report only)
@@ -128,6 +130,7 @@ if [[ $dry != 1 ]]; then
 	fi
 	if sched_start "$sched_out" "$sched_err" "$load_timeout" "$bin" "${sched_args[@]}"; then
 		check "1 scx_esn loads" 1 "state=enabled ops=$(sx_ops) after ${SCHED_TOOK}s"
+		verifier_report "$sched_pid" scheduler
 	else
 		check "1 scx_esn loads" 0 "$SCHED_WHY"
 		finish_all

@@ -24,9 +24,13 @@
 #   4n  4 nodes x 2 CPUs (node N = CPUs 2N, 2N+1; one socket each), 2 GiB,
 #       unequal distances (0-1 16, 2-3 16, 1-2 22, 0-2 28, 1-3 28, 0-3 32:
 #       every device node has one nearest neighbour, and they differ), NVMe
-#       controllers on node 1 (nvme1.img) and node 3 (nvme3.img).
+#       controllers on node 1 (nvme1.img) and node 3 (nvme3.img);
+#   1n  one node, 2 CPUs, 2 GiB, no NVMe at all (the odd machine: scx_esn
+#       must run as a plain fair scheduler).
 #
 # Environment: ESN_VM_TIMEOUT  seconds for one boot, start to power-off (900)
+#              ESN_VM_TCG_THREAD  multi (default: one host thread per vCPU)
+#                              or single (one host thread for all vCPUs)
 #              ESN_VM_QUIET=1  do not print the guest log at the end
 #              ESN_VM_TEST_RETRY=1  crash the first boot's kernel on purpose
 #                              before the test starts (tests the retry path)
@@ -63,9 +67,10 @@ export PATH="$venv/bin:$PATH" # vng runs virtme-run from PATH
 
 topology=${ESN_VM_TOPOLOGY:-2n}
 case $topology in
+1n) nvme_nodes=() ;;
 2n) nvme_nodes=(1) ;;
 4n) nvme_nodes=(1 3) ;;
-*) die "ESN_VM_TOPOLOGY=$topology: known topologies are 2n and 4n" ;;
+*) die "ESN_VM_TOPOLOGY=$topology: known topologies are 1n, 2n and 4n" ;;
 esac
 for n in "${nvme_nodes[@]}"; do
 	img="$vmdir/nvme$n.img"
@@ -98,6 +103,10 @@ for n in "${nvme_nodes[@]}"; do
 	)
 done
 case $topology in
+1n)
+	nr_cpus=2 sockets=1
+	numa_args=()
+	;;
 2n)
 	nr_cpus=4 sockets=2
 	numa_args=(--numa 1G,cpus=0-1 --numa 1G,cpus=2-3 --numa-distance 0,1=20)
@@ -113,8 +122,9 @@ esac
 qemu_opts=(
 	# One socket per node: otherwise the guest sees LLC siblings across nodes.
 	-smp "$nr_cpus,sockets=$sockets,cores=2,threads=1"
-	# KVM guests crash in the decompressor on these hosts: TCG, all host threads.
-	-accel tcg,thread=multi
+	# KVM guests crash in the decompressor on these hosts: TCG, all host
+	# threads unless ESN_VM_TCG_THREAD=single (see tests/vm/flips.sh).
+	-accel "tcg,thread=${ESN_VM_TCG_THREAD:-multi}"
 	"${nvme_opts[@]}"
 )
 # shellcheck disable=SC2054

@@ -16,6 +16,7 @@
 # Environment:
 #   ESN_KERNEL_VERSION  pin a kernel, e.g. "7.3.4+deb13-amd64" (or "7.3.4+deb13")
 #   ESN_KERNEL_SUITE    Debian suite to take it from (default trixie-backports)
+#   ESN_KERNEL_BUILD    a series to build instead (6.12: tests/vm/build-kernel.sh)
 #   ESN_DEBIAN_MIRROR   Debian mirror (default: the one apt's own sources use,
 #                       tests/debian-mirror.sh)
 #   ESN_SKIP_APT=1      do not install Debian packages (check only)
@@ -61,6 +62,7 @@ declare -A pkgs=(
 	[rt-tests]=/usr/bin/cyclictest # hackbench and cyclictest, for the benchmark
 	[python3-matplotlib]=/usr/share/doc/python3-matplotlib # the benchmark report's plots
 	[numactl]=/usr/bin/numactl
+	[bpftool]=/usr/sbin/bpftool # the verifier's instruction counts
 	[python3-venv]=/usr/bin/python3
 	[file]=/usr/bin/file
 	[binutils]=/usr/bin/strings
@@ -105,6 +107,10 @@ fi
 log "virtme-ng $("$venv/bin/vng" --version 2>&1 | awk '{print $NF; exit}')"
 
 # ------------------------------------------------------------------ kernel --
+# A kernel Debian does not ship with sched_ext (6.12): built, not downloaded.
+if [[ -n ${ESN_KERNEL_BUILD:-} ]]; then
+	exec bash "$here/build-kernel.sh"
+fi
 mkdir -p "$vmdir/debs" "$vmdir/apt/lists/partial" "$vmdir/apt/cache/archives/partial"
 srclist="$vmdir/apt/sources.list"
 # No mirror known counts as offline: a kernel already unpacked is still used.

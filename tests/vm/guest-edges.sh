@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Guest script (run-in-vm.sh, ESN_VM_TOPOLOGY=1n): the odd machine and the
+# mistakes an operator makes, each with its one-line error and exit status.
+#   A. one node, no NVMe: `scx_esn topology` says so; the scheduler loads,
+#      schedules stress-ng and a busy shell loop as a plain fair scheduler
+#      (enabled after the load, nothing placed, no error), and SIGINT: exit 0.
+#   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
+#      nobody exits 1 at once with "permission denied ... run as root".
+#   C. a second scx_esn while the first runs: exit 1 naming the scheduler
+#      that is loaded; the first one still enabled.
+#   D. --stats-group: the socket is 660 and group-owned, and a member of the
+#      group (nobody:nogroup) reads one JSON interval through it; a group that
+#      does not exist: exit 1 before anything loads.
+#   E. --prometheus on a port already in use: exit 1, "cannot listen there",
+#      nothing loaded.
+#   F. not root: exit 1 "needs root", nothing loaded.
+#   G. a command line that would do nothing (`--threshold 2 observe`): exit 2
+#      in one line, nothing loaded.
+# Every refusal: no "panicked" in the output, sched_ext "disabled" after it.
+#
+# Environment: ESN_BIN (default $ESN_REPO/target/release/scx_esn).
+set -uo pipefail
+# shellcheck source=tests/vm/guest-lib.sh
+. "${ESN_REPO:?}/tests/vm/guest-lib.sh"
+
+# The binary is copied where nobody may execute it: the repository may sit
+# under a directory only root can enter.
+bin=$ESN_WORK/scx_esn
+install -m 0755 "${ESN_BIN:-$ESN_REPO/target/release/scx_esn}" "$bin"
+sched_out=$ESN_WORK/scx_esn.stdout
+sched_err=$ESN_WORK/scx_esn.stderr
+socket=/var/run/scx/root/stats
+as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+cleanup() {
+	sched_kill
+	[[ -n ${holder_pid:-} ]] && kill "$holder_pid" 2>/dev/null
+	if [[ -s $sched_err ]]; then
+		echo "----- scx_esn stderr (last 30 lines) -----"
+		tail -n 30 "$sched_err"
+		echo "-----"
+	fi
+	echo "sched_ext lines in dmesg:"
+	dmesg | grep -iE 'sched_ext' | sed 's/^/    /'
+}
+finish_all() { cleanup; finish; }
+
+# refused NAME WANT_RC PATTERN CMD...: CMD must exit WANT_RC within 60 s
+# with one line of output holding PATTERN, no panic, and leave sched_ext
+# disabled unless
+# a scheduler of ours is running on purpose (ALLOW_LOADED=1).
+refused() {
+	local name=$1 want=$2 pattern=$3 rc=0 out state ok=0 lines
+	shift 3
+	out=$(timeout 60 "$@" 2>&1 </dev/null) || rc=$?
+	state=$(sx_state)
+	lines=$(grep -c . <<<"$out")
+	if [[ $rc == "$want" && $lines == 1 && $out == *$pattern* && $out != *panicked* ]] &&
+		{ [[ ${ALLOW_LOADED:-0} == 1 ]] || [[ $state == disabled ]]; }; then
+		ok=1
+	fi
+	check "$name" "$ok" "exit $rc (want $want), $lines line(s), sched_ext $state: $(tail -n1 <<<"$out")"
+}
+
+say "edges test on $(uname -r): $(ls -d /sys/devices/system/node/node* | wc -l) node(s), $(nproc) CPUs"
+[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
+
+# ---- A. one node, no NVMe: a plain fair scheduler -----------------------------
+topo=$("$bin" topology --json 2>&1)
+verdict=$(python3 -c '
+import json, sys
+t = json.loads(sys.argv[1])
+nodes = t["nodes"]
+nvme = [d for d in t.get("devices", t.get("block_devices", [])) if str(d.get("name", "")).startswith("nvme")]
+print(int(len(nodes) == 1 and not nvme), f"{len(nodes)} node(s), NVMe disks: {[d.get(\"name\") for d in nvme]}")
+' "$topo" 2>&1) || verdict="0 topology --json unreadable: $topo"
+check "A topology: one node, no NVMe" "${verdict%% *}" "${verdict#* }"
+
+if ! sched_start "$sched_out" "$sched_err" 60 "$bin" --stats 1 --no-state; then
+	check "A loads on one node without NVMe" 0 "$SCHED_WHY; $(tail -n 3 "$sched_err")"
+	finish_all
+fi
+check "A loads on one node without NVMe" 1 "enabled after ${SCHED_TOOK}s"
+# stress-ng beside a shell loop forking processes: all of it is fair-path work.
+stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
+stress_pid=$!
+busy_end=$((SECONDS + 10)) forks=0
+while ((SECONDS < busy_end)); do /bin/true && forks=$((forks + 1)); done
+wait "$stress_pid"
+stress_rc=$?
+bogo=$(awk '/cpu / && /[0-9]/ { print $5; exit }' "$ESN_WORK/stress.log")
+state=$(sx_state)
+placed=$(grep -cE 'placed [1-9]' "$sched_out" || true)
+errors=$(grep -ciE 'panicked|stall|error' "$sched_err" || true)
+ok=0
+[[ $stress_rc == 0 && $state == enabled && $forks -gt 100 && $placed == 0 && $errors == 0 ]] && ok=1
+check "A schedules CPU work as a fair scheduler" "$ok" \
+	"stress-ng exit $stress_rc (${bogo:-?} bogo ops), $forks forks; state $state; intervals with placed tasks $placed; errors $errors"
+
+# ---- B. the stats socket is root's -------------------------------------------
+mode=$(stat -c '%a %U' "$socket" 2>/dev/null || echo missing)
+check "B stats socket mode" "$([[ $mode == "600 root" ]] && echo 1 || echo 0)" "$mode"
+ALLOW_LOADED=1 refused "B --monitor as nobody: permission denied" 1 "permission denied" \
+	"${as_nobody[@]}" "$bin" --monitor 1
+
+# ---- C. another scheduler is loaded ------------------------------------------
+ALLOW_LOADED=1 refused "C a second scx_esn: refused, names the first" 1 \
+	"another sched_ext scheduler (esn" "$bin" --no-state
+check "C the first one still runs" "$([[ $(sx_state) == enabled ]] && sched_alive && echo 1 || echo 0)" \
+	"state $(sx_state), ops $(sx_ops)"
+
+stop_with_sigint "$sched_pid" 30
+sched_wait_exit 5
+check "A SIGINT: exit 0, unloaded" "$([[ ${SCHED_RC:-x} == 0 && $(sx_state) == disabled ]] && echo 1 || echo 0)" \
+	"exit ${SCHED_RC:-still running}, state $(sx_state)"
+
+# ---- D. --stats-group --------------------------------------------------------
+refused "D --stats-group of no group: refused" 1 "no such group" \
+	"$bin" --no-state --stats-group no-such-group-here
+if sched_start "$sched_out" "$sched_err" 60 "$bin" --no-state --stats-group nogroup; then
+	mode=$(stat -c '%a %U %G' "$socket" 2>/dev/null || echo missing)
+	line=$(timeout 30 "${as_nobody[@]}" "$bin" --monitor 1 --json 2>"$ESN_WORK/monitor.err" | head -n1)
+	ok=0
+	[[ $mode == "660 root nogroup" && $line == "{"* ]] && ok=1
+	check "D --stats-group nogroup: its members read it" "$ok" \
+		"socket $mode; nobody:nogroup read ${#line} bytes: ${line:0:60}"
+	stop_with_sigint "$sched_pid" 30
+	sched_wait_exit 5
+else
+	check "D --stats-group nogroup: its members read it" 0 "$SCHED_WHY"
+fi
+
+# ---- E. --prometheus on a port in use ----------------------------------------
+python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 9464)); s.listen(); time.sleep(120)' &
+holder_pid=$!
+sleep 1
+refused "E --prometheus on a port in use" 1 "cannot listen there" \
+	"$bin" --no-state --prometheus 127.0.0.1:9464
+kill "$holder_pid" 2>/dev/null
+holder_pid=
+
+# ---- F. not root -------------------------------------------------------------
+refused "F not root" 1 "needs root" "${as_nobody[@]}" "$bin" --no-state
+
+# ---- G. an option that would do nothing ---------------------------------------
+refused "G --threshold before observe: exit 2" 2 "does nothing with \`observe\`" \
+	"$bin" --threshold 2 observe --duration 1
+
+cleanup
+finish
