@@ -4,8 +4,9 @@
 # Guest script (run-in-vm.sh, ESN_VM_TOPOLOGY=1n): the odd machine and the
 # mistakes an operator makes, each with its one-line error and exit status.
 #   A. one node, no NVMe: `scx_esn topology` says so; the scheduler loads,
-#      schedules stress-ng and a busy shell loop as a plain fair scheduler
-#      (enabled after the load, nothing placed, no error), and SIGINT: exit 0.
+#      schedules stress-ng and a shell loop forking /bin/true as a plain fair
+#      scheduler (nothing placed, no error; forks >= 0.5x and stress-ng's bogo
+#      ops >= 0.8x EEVDF's in the same boot), and SIGINT: exit 0.
 #   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
 #      nobody exits 1 at once with "permission denied ... run as root".
 #   C. a second scx_esn while the first runs: exit 1 naming the scheduler
@@ -73,31 +74,43 @@ verdict=$(python3 -c '
 import json, sys
 t = json.loads(sys.argv[1])
 nodes = t["nodes"]
-nvme = [d for d in t.get("devices", t.get("block_devices", [])) if str(d.get("name", "")).startswith("nvme")]
-print(int(len(nodes) == 1 and not nvme), f"{len(nodes)} node(s), NVMe disks: {[d.get(\"name\") for d in nvme]}")
+nvme = [d["name"] for d in t["devices"] if d["kind"] == "nvme"]
+print(int(len(nodes) == 1 and not nvme), f"{len(nodes)} node(s), NVMe disks: {nvme}")
 ' "$topo" 2>&1) || verdict="0 topology --json unreadable: $topo"
 check "A topology: one node, no NVMe" "${verdict%% *}" "${verdict#* }"
+
+# fair_load: stress-ng on both CPUs beside a shell loop forking /bin/true for
+# 10 s; sets FORKS and BOGO (stress-ng's bogo ops). All of it is fair-path work.
+fair_load() {
+	stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
+	local stress_pid=$! busy_end=$((SECONDS + 10))
+	FORKS=0
+	while ((SECONDS < busy_end)); do /bin/true && FORKS=$((FORKS + 1)); done
+	wait "$stress_pid"
+	STRESS_RC=$?
+	BOGO=$(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log")
+}
+fair_load
+eevdf_forks=$FORKS eevdf_bogo=${BOGO:-0}
 
 if ! sched_start "$sched_out" "$sched_err" 60 "$bin" --stats 1 --no-state; then
 	check "A loads on one node without NVMe" 0 "$SCHED_WHY; $(tail -n 3 "$sched_err")"
 	finish_all
 fi
 check "A loads on one node without NVMe" 1 "enabled after ${SCHED_TOOK}s"
-# stress-ng beside a shell loop forking processes: all of it is fair-path work.
-stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
-stress_pid=$!
-busy_end=$((SECONDS + 10)) forks=0
-while ((SECONDS < busy_end)); do /bin/true && forks=$((forks + 1)); done
-wait "$stress_pid"
-stress_rc=$?
-bogo=$(awk '/cpu / && /[0-9]/ { print $5; exit }' "$ESN_WORK/stress.log")
+fair_load
 state=$(sx_state)
 placed=$(grep -cE 'placed [1-9]' "$sched_out" || true)
 errors=$(grep -ciE 'panicked|stall|error' "$sched_err" || true)
 ok=0
-[[ $stress_rc == 0 && $state == enabled && $forks -gt 100 && $placed == 0 && $errors == 0 ]] && ok=1
+# Same boot, same load: scx_esn's fair path within reach of EEVDF's.
+if [[ $STRESS_RC == 0 && $state == enabled && $placed == 0 && $errors == 0 ]] &&
+	awk -v f="$FORKS" -v ef="$eevdf_forks" -v b="${BOGO:-0}" -v eb="$eevdf_bogo" \
+		'BEGIN { exit !(f >= 0.5 * ef && b >= 0.8 * eb) }'; then
+	ok=1
+fi
 check "A schedules CPU work as a fair scheduler" "$ok" \
-	"stress-ng exit $stress_rc (${bogo:-?} bogo ops), $forks forks; state $state; intervals with placed tasks $placed; errors $errors"
+	"forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops ${BOGO:-?} (EEVDF $eevdf_bogo, >= 0.8x); state $state; intervals with placed tasks $placed; errors $errors"
 
 # ---- B. the stats socket is root's -------------------------------------------
 mode=$(stat -c '%a %U' "$socket" 2>/dev/null || echo missing)

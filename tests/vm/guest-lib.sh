@@ -391,7 +391,7 @@ ok = bool(rows) and len(known) == len(rows) and max(known) < limit // 2
 top = ", ".join(f"{n} {i}" for n, _, i in rows[:4])
 print(int(ok), f"{len(rows)} programs, total {sum(known)}, most {max(known, default=0)} "
       f"(limit {limit}); {top}; all in verifier-{sys.argv[4]}.tsv")
-' "$pid" "$out" "$VERIFIER_LIMIT" "$label" 2>&1) >"$ESN_WORK/verifier.fig" || true
+' "$pid" "$out" "$VERIFIER_LIMIT" "$label" >"$ESN_WORK/verifier.fig" 2>&1 || true
 	fig=$(cat "$ESN_WORK/verifier.fig")
 	[[ ${fig%% *} == 1 ]] || fig="0 ${fig#[01] }"
 	check "V verifier instructions ($label, $(uname -r))" "${fig%% *}" "${fig#* }"
