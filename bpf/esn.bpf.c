@@ -518,13 +518,24 @@ static __always_inline u64 *node_clock(u32 node)
 }
 
 /*
+ * However a task came to lag (a long wait translated from another node's
+ * clock, a node clock pushed ahead by one task), it is never more than this
+ * many slices of run time behind its node's clock: a task further behind
+ * holds its CPU (prev_keeps_cpu) or the queue's head for that long, and the
+ * tasks behind it wait, the watchdog's own kworker included (a soak under
+ * affinity churn and CPU hotplug stalled 5 s that way).
+ */
+#define MAX_LAG_SLICES 8
+
+/*
  * @p's vtime for waiting on @node, written back to the task. A task that
  * changed node keeps its lag, measured against the clock it left. A waking
  * task gets at most one slice of lag, inversely to its weight as EEVDF
  * does, so the credit is one slice of *run time* at any nice level:
  * sleeping never buys a burst. Tasks queued again without sleeping (slice
  * over, preempted, sent back from a CPU a higher class took) keep their
- * vtime: clamping them would erase the CPU they used and flatten nice.
+ * vtime up to MAX_LAG_SLICES behind: clamping them to one slice would erase
+ * the CPU they used and flatten nice.
  */
 static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 			 u32 node, u64 enq_flags)
@@ -539,11 +550,10 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 			vtime = vtime - *from + *clock;
 		st->vtime_node = node;
 	}
-	if (enq_flags & SCX_ENQ_WAKEUP) {
-		lag = scale_by_task_weight_inverse(p, slice_ns);
-		if (time_before(vtime, *clock - lag))
-			vtime = *clock - lag;
-	}
+	lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns : MAX_LAG_SLICES * slice_ns;
+	lag = scale_by_task_weight_inverse(p, lag);
+	if (time_before(vtime, *clock - lag))
+		vtime = *clock - lag;
 	if (vtime != p->scx.dsq_vtime)
 		scx_bpf_task_set_dsq_vtime(p, vtime);
 	return vtime;
