@@ -790,14 +790,38 @@ mod tests {
         assert_eq!(loop_thread.join().unwrap(), 2);
     }
 
-    /// A run loop answering scrapes with fresh readings until `stop`.
-    fn answering_loop(exporter: Exporter, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                exporter.answer(|| Ok(reading()));
-                std::thread::sleep(Duration::from_millis(5));
+    /// A server on a free loopback port and a run loop answering its scrapes
+    /// with fresh readings until `stop` is set.
+    struct Served {
+        addr: SocketAddr,
+        stop: Arc<AtomicBool>,
+        run_loop: std::thread::JoinHandle<()>,
+    }
+
+    impl Served {
+        fn start() -> Served {
+            let (source, rx) = channel_source();
+            let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let exporter = Exporter { requests: rx };
+            let loop_stop = stop.clone();
+            let run_loop = std::thread::spawn(move || {
+                while !loop_stop.load(Ordering::Relaxed) {
+                    exporter.answer(|| Ok(reading()));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            Served {
+                addr,
+                stop,
+                run_loop,
             }
-        })
+        }
+
+        fn finish(self) {
+            self.stop.store(true, Ordering::Relaxed);
+            self.run_loop.join().unwrap();
+        }
     }
 
     /// Connects and sends `head` a byte every `pause` until the server
@@ -827,12 +851,10 @@ mod tests {
 
     #[test]
     fn flooding_and_dripping_clients_hold_up_no_scrape() {
-        let (source, rx) = channel_source();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let run_loop = answering_loop(Exporter { requests: rx }, stop.clone());
+        let served = Served::start();
+        let addr = served.addr;
         // A client sending a head without end, again and again.
-        let flood_stop = stop.clone();
+        let flood_stop = served.stop.clone();
         let flooder = std::thread::spawn(move || {
             let mut cut_off = 0;
             while !flood_stop.load(Ordering::Relaxed) {
@@ -875,9 +897,9 @@ mod tests {
                 "a dripper held {held:?}"
             );
         }
-        stop.store(true, Ordering::Relaxed);
+        served.stop.store(true, Ordering::Relaxed);
         assert!(flooder.join().unwrap() > 0, "the flood was never cut off");
-        run_loop.join().unwrap();
+        served.finish();
     }
 
     #[test]
@@ -905,10 +927,8 @@ mod tests {
 
     #[test]
     fn only_get_and_head_are_answered() {
-        let (source, rx) = channel_source();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let run_loop = answering_loop(Exporter { requests: rx }, stop.clone());
+        let served = Served::start();
+        let addr = served.addr;
         let mut s = TcpStream::connect(addr).unwrap();
         write!(
             s,
@@ -922,7 +942,6 @@ mod tests {
             http_get(addr, "/").0.lines().next(),
             Some("HTTP/1.1 200 OK")
         );
-        stop.store(true, Ordering::Relaxed);
-        run_loop.join().unwrap();
+        served.finish();
     }
 }

@@ -103,7 +103,8 @@ else
 	)
 	configitems=()
 	for i in "${items[@]}"; do configitems+=(--configitem "$i"); done
-	"$repo/build/venv/bin/vng" --kconfig "${configitems[@]}" >"$vmdir/src/kconfig.log" 2>&1 ||
+	# vng runs virtme-configkernel from PATH.
+	PATH="$repo/build/venv/bin:$PATH" vng --kconfig "${configitems[@]}" >"$vmdir/src/kconfig.log" 2>&1 ||
 		die "vng --kconfig failed: $(tail -n5 "$vmdir/src/kconfig.log")"
 	for i in CONFIG_SCHED_CLASS_EXT=y CONFIG_DEBUG_INFO_BTF=y CONFIG_BLK_DEV_NVME=y CONFIG_NUMA=y; do
 		grep -qx "$i" .config || die "the config lost $i (a dependency missing?)"
@@ -133,7 +134,7 @@ KVER=$kver
 VMLINUZ=$cached/bzImage
 KCONFIG=$cached/config
 MODDIR=
-KSUITE=built from $pkg ${version:-cached} ($suite)
+KSUITE="built from $pkg ${version:-cached} ($suite)"
 EOF
 mv "$vmdir/kernel.env.tmp" "$vmdir/kernel.env"
 log "kernel $kver ready in $((SECONDS - t0)) s: $cached"

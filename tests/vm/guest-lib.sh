@@ -366,9 +366,9 @@ sched_kill() {
 	sched_pid=
 }
 
-# verifier_report PID LABEL: the BPF programs process PID holds, with the
-# instructions the verifier processed for each (the kernel's verified_insns,
-# by bpftool), written to $ESN_WORK/verifier-LABEL.tsv and checked against
+# verifier_report PID LABEL: the BPF programs process PID holds (the
+# prog_id of its file descriptors), with the instructions the verifier
+# processed for each (the kernel's verified_insns, by bpftool), written to $ESN_WORK/verifier-LABEL.tsv and checked against
 # half the verifier's limit of 1,000,000: a change that nears it shows here.
 VERIFIER_LIMIT=1000000
 verifier_report() {
@@ -377,11 +377,20 @@ verifier_report() {
 		check "V verifier instructions ($label)" 0 "bpftool is missing (tests/vm/setup.sh installs it)"
 		return
 	fi
+	# The programs the process holds: the prog_id of its BPF file
+	# descriptors (bpftool's own pid column needs a BPF iterator that not
+	# every kernel config has).
+	# fdinfo also gives verified_insns (5.16+), which Debian 12's bpftool
+	# does not print: "id:insns" pairs.
+	local ids
+	ids=$(awk '/^prog_id:/ { id = $2 } /^verified_insns:/ { print id ":" $2 }' \
+		/proc/"$pid"/fdinfo/* 2>/dev/null | sort -u | paste -sd,)
 	bpftool -j prog show 2>/dev/null | python3 -c '
 import json, sys
+ids = dict(map(int, pair.split(":")) for pair in sys.argv[5].split(",") if ":" in pair)
 pid, out, limit = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-progs = [p for p in json.load(sys.stdin) if any(q.get("pid") == pid for q in p.get("pids", []))]
-rows = sorted(((p.get("name", "?"), p.get("type", "?"), p.get("verified_insns")) for p in progs),
+progs = [p for p in json.load(sys.stdin) if p.get("id") in ids]
+rows = sorted(((p.get("name", "?"), p.get("type", "?"), ids[p["id"]]) for p in progs),
               key=lambda r: -(r[2] or 0))
 with open(out, "w") as f:
     for name, kind, insns in rows:
@@ -391,7 +400,7 @@ ok = bool(rows) and len(known) == len(rows) and max(known) < limit // 2
 top = ", ".join(f"{n} {i}" for n, _, i in rows[:4])
 print(int(ok), f"{len(rows)} programs, total {sum(known)}, most {max(known, default=0)} "
       f"(limit {limit}); {top}; all in verifier-{sys.argv[4]}.tsv")
-' "$pid" "$out" "$VERIFIER_LIMIT" "$label" >"$ESN_WORK/verifier.fig" 2>&1 || true
+' "$pid" "$out" "$VERIFIER_LIMIT" "$label" "$ids" >"$ESN_WORK/verifier.fig" 2>&1 || true
 	fig=$(cat "$ESN_WORK/verifier.fig")
 	[[ ${fig%% *} == 1 ]] || fig="0 ${fig#[01] }"
 	check "V verifier instructions ($label, $(uname -r))" "${fig%% *}" "${fig#* }"
