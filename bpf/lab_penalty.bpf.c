@@ -60,6 +60,12 @@ struct lab_counts {
 	u64 remote;
 	u64 spun_ns;
 	u64 spin_capped;
+	/*
+	 * Spins that ran more than a tenth over their time: a vCPU preempted by
+	 * its host (or an interrupt storm) shows here, a spin that is wrong for
+	 * every request shows as all of them.
+	 */
+	u64 spin_late;
 };
 
 struct {
@@ -132,7 +138,7 @@ static __always_inline int penalize_remote(struct request *rq)
 	struct lab_counts *c;
 	u32 dev, key = 0, cpu;
 	u8 *disk_node, submit_node;
-	u64 spin, start;
+	u64 spin, start, spun;
 
 	if (!disk)
 		return 0;
@@ -160,7 +166,10 @@ static __always_inline int penalize_remote(struct request *rq)
 	ctx.sink = 0;
 	if (bpf_loop(LAB_SPIN_MAX_ITERS, spin_step, &ctx, 0) >= LAB_SPIN_MAX_ITERS)
 		c->spin_capped++;
-	c->spun_ns += bpf_ktime_get_ns() - start;
+	spun = bpf_ktime_get_ns() - start;
+	c->spun_ns += spun;
+	if (spun > spin + spin / 10)
+		c->spin_late++;
 	return 0;
 }
 

@@ -10,9 +10,12 @@
 #   F. --factor 2.0: remote / local within 2.0 +- 15 % (a second calibration
 #      allowed, both reported); the lab delayed as
 #      many requests as fio issued from node 0 and none of node 1's;
-#   U. --us 300 on the block_rq_issue fallback: the lab's mean spin is 300-345
-#      us (never short; long only when the host preempts the vCPU) and fio
-#      sees remote - local >= 270 us;
+#   U. --us 300 on the block_rq_issue fallback: the lab's mean spin is at
+#      least 300 us (a spin is never short), at most a quarter of the spins run
+#      more than 10 % over (the guest's timer tick and a host that preempts the
+#      vCPU make some spins long: 4.9 % on a quiet host, and enough to lift the
+#      mean by 15 % on a loaded CI machine; a wrong spin makes them all long),
+#      and fio sees remote - local >= 270 us;
 #   N. scx_esn (learning, no state) running, then --factor 2.0 calibrated
 #      under it; one fio job flipped between the nodes every 0.5 s: the
 #      controller's measured P_numa for node 1 (mean device latency, remote
@@ -79,10 +82,10 @@ if lab_start --us 300 --tracepoint; then
 	extra=$(awk -v r="$PAIR_REMOTE_US" -v l="$PAIR_LOCAL_US" 'BEGIN { printf "%.1f", r - l }')
 	# A spin ends at the first clock read past its deadline: never short, and
 	# long only by a preempted vCPU. fio must see at least the spin.
-	ok=0; [[ $LAB_LINE == *block_rq_issue* ]] && within "$LAB_MEAN_US" 300 345 && pct_ge "$extra" 270 &&
-		((LAB_RC == 0)) && ok=1
-	check "U --us 300 --tracepoint: spins 300-345 us, fio sees >= 270 us more" "$ok" \
-		"mean spin $LAB_MEAN_US us over $LAB_REMOTE requests; fio remote - local $extra us (local $PAIR_LOCAL_US, remote $PAIR_REMOTE_US); $LAB_LINE"
+	ok=0; [[ $LAB_LINE == *block_rq_issue* ]] && pct_ge "$LAB_MEAN_US" 300 && within "$LAB_LATE_PCT" 0 25 &&
+		pct_ge "$extra" 270 && ((LAB_RC == 0)) && ok=1
+	check "U --us 300 --tracepoint: spins >= 300 us, <= 25 % late, fio sees >= 270 us more" "$ok" \
+		"mean spin $LAB_MEAN_US us over $LAB_REMOTE requests, $LAB_LATE_PCT % more than 10 % late; fio remote - local $extra us (local $PAIR_LOCAL_US, remote $PAIR_REMOTE_US); $LAB_LINE"
 else
 	check "U lab --us 300 --tracepoint starts" 0 "$LAB_LINE"
 fi

@@ -529,14 +529,14 @@ lab_start() {
 # lab_stop: SIGINT, bounded wait; sets LAB_RC and LAB_REMOTE / LAB_LOCAL (the
 # requests it delayed / saw local, from its exit line) and LAB_MEAN_US.
 lab_stop() {
-	LAB_RC=-1 LAB_REMOTE=-1 LAB_LOCAL=-1 LAB_MEAN_US=-1
+	LAB_RC=-1 LAB_REMOTE=-1 LAB_LOCAL=-1 LAB_MEAN_US=-1 LAB_LATE_PCT=-1
 	[[ -n $LAB_PID ]] || return 0
 	stop_with_sigint "$LAB_PID" 30 || say "lab: did not exit within 30 s of SIGINT; killed it"
 	wait "$LAB_PID"
 	LAB_RC=$?
 	LAB_PID=
-	read -r LAB_REMOTE LAB_MEAN_US LAB_LOCAL < <(sed -n 's/^remote-penalty: removed; \([0-9]*\) remote requests delayed (mean \([0-9.]*\) us.*), \([0-9]*\) local$/\1 \2 \3/p' "$LAB_ERR")
-	LAB_REMOTE=${LAB_REMOTE:--1} LAB_LOCAL=${LAB_LOCAL:--1} LAB_MEAN_US=${LAB_MEAN_US:--1}
+	read -r LAB_REMOTE LAB_MEAN_US LAB_LATE_PCT LAB_LOCAL < <(sed -n 's/^remote-penalty: removed; \([0-9]*\) remote requests delayed (mean \([0-9.]*\) us, \([0-9.]*\) % more than 10 % late.*), \([0-9]*\) local$/\1 \2 \3 \4/p' "$LAB_ERR")
+	LAB_REMOTE=${LAB_REMOTE:--1} LAB_LOCAL=${LAB_LOCAL:--1} LAB_MEAN_US=${LAB_MEAN_US:--1} LAB_LATE_PCT=${LAB_LATE_PCT:--1}
 	say "lab: stopped (exit $LAB_RC): $(tail -n1 "$LAB_ERR")"
 }
 

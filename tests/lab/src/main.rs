@@ -275,16 +275,16 @@ fn base_of(spins: &[NodeSpin]) -> Vec<(u32, u64)> {
 }
 
 /// (local, remote, spun ns, capped spins) summed over CPUs.
-fn counts(skel: &LabSkel) -> Result<[u64; 4]> {
+fn counts(skel: &LabSkel) -> Result<[u64; 5]> {
     let per_cpu = skel
         .maps
         .lab_counts
         .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
         .context("reading the lab's counters")?
         .unwrap_or_default();
-    let mut sum = [0u64; 4];
+    let mut sum = [0u64; 5];
     for bytes in per_cpu {
-        for (i, chunk) in bytes.chunks_exact(8).take(4).enumerate() {
+        for (i, chunk) in bytes.chunks_exact(8).take(5).enumerate() {
             sum[i] += u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
         }
     }
@@ -354,13 +354,21 @@ fn run(opts: &Opts) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     let now = counts(&skel)?;
-    let [local, remote, spun_ns, capped]: [u64; 4] =
+    let [local, remote, spun_ns, capped, late]: [u64; 5] =
         std::array::from_fn(|i| now[i].saturating_sub(calibration_counts[i]));
     drop(link);
     drop(skel);
+    let per_remote = |n: u64| {
+        if remote > 0 {
+            n as f64 / remote as f64
+        } else {
+            0.0
+        }
+    };
     eprintln!(
-        "remote-penalty: removed; {remote} remote requests delayed (mean {:.1} us{}), {local} local",
-        if remote > 0 { spun_ns as f64 / remote as f64 / 1e3 } else { 0.0 },
+        "remote-penalty: removed; {remote} remote requests delayed (mean {:.1} us, {:.1} % more than 10 % late{}), {local} local",
+        per_remote(spun_ns) / 1e3,
+        per_remote(late) * 100.0,
         if capped > 0 { format!(", {capped} capped") } else { String::new() }
     );
     Ok(())
