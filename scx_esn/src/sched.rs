@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use esn_stats::devt::DeviceTable;
 use esn_stats::snapshot::RawSnapshot;
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
@@ -81,6 +81,21 @@ fn libbpf_to_log(level: libbpf_rs::PrintLevel, msg: String) {
     }
 }
 
+/// `scx_ops_attach!` attaches the struct_ops map itself, after the other
+/// programs. libbpf 1.5 and later would also try from `skel.attach()`, find no
+/// link slot in libbpf-rs's skeleton and warn "BPF map skeleton link is
+/// uninitialized" at every start; an operator reads that as a fault.
+fn keep_struct_ops_for_explicit_attach(map: &libbpf_rs::OpenMapMut) {
+    // SAFETY: the map belongs to the open object borrowed here; the call only
+    // clears a flag that libbpf reads at attach time.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_map__set_autoattach(map.as_libbpf_object().as_ptr(), false)
+    };
+    if rc != 0 {
+        warn!("could not turn off libbpf's own struct_ops attach ({rc}); it may warn once");
+    }
+}
+
 /// libbpf resolves the object's `__kconfig` externs from the running
 /// kernel's config; say what to do before it fails with a bare EINVAL.
 fn kconfig_opts(opts: &SchedOpts) -> Result<LibbpfOpts> {
@@ -136,6 +151,7 @@ impl<'a> Scheduler<'a> {
         let builder = BpfSkelBuilder::default();
         let open_opts = kconfig_opts(opts)?.into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
+        keep_struct_ops_for_explicit_attach(&skel.maps.esn_ops);
         skel.struct_ops.esn_ops_mut().exit_dump_len = opts.exit_dump_len;
         // 0 asks for the kernel's default, which is also its maximum.
         let watchdog_timeout_ms = match skel.struct_ops.esn_ops_mut().timeout_ms {

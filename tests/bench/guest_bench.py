@@ -188,7 +188,7 @@ def sched_command(name):
         return [os.environ["BENCH_ESN_BASE"]] + LEARNING_ARGS
     m = re.fullmatch(r"esn-t(\d+)", name)
     if m:
-        return [ESN, "--threshold", m.group(1), "--no-state", "--stats", "1"]
+        return [ESN, "--threshold", m.group(1), "--stats", "1"]
     return [os.path.join(PEERS, name)]
 
 

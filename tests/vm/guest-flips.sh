@@ -21,7 +21,7 @@ fio_randread_args "$dev" 2 4
 
 done_ok=0
 for i in $(seq "$flips"); do
-	if ! sched_start "$ESN_WORK/flip.out" "$ESN_WORK/flip.err" 60 "$bin" --threshold 2 --no-state; then
+	if ! sched_start "$ESN_WORK/flip.out" "$ESN_WORK/flip.err" 60 "$bin" --threshold 2; then
 		check "F flip $i: loads" 0 "$SCHED_WHY"
 		break
 	fi
