@@ -527,7 +527,8 @@ lab_start() {
 }
 
 # lab_stop: SIGINT, bounded wait; sets LAB_RC and LAB_REMOTE / LAB_LOCAL (the
-# requests it delayed / saw local, from its exit line) and LAB_MEAN_US.
+# requests it delayed / saw local, from its exit line), LAB_MEAN_US and
+# LAB_LATE_PCT (the share of spins more than 10 % over their time).
 lab_stop() {
 	LAB_RC=-1 LAB_REMOTE=-1 LAB_LOCAL=-1 LAB_MEAN_US=-1 LAB_LATE_PCT=-1
 	[[ -n $LAB_PID ]] || return 0

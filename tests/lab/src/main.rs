@@ -274,17 +274,21 @@ fn base_of(spins: &[NodeSpin]) -> Vec<(u32, u64)> {
     spins.iter().map(|s| (s.node, s.spin_ns)).collect()
 }
 
-/// (local, remote, spun ns, capped spins) summed over CPUs.
-fn counts(skel: &LabSkel) -> Result<[u64; 5]> {
+/// The fields of `struct lab_counts` in bpf/lab_penalty.bpf.c, in order:
+/// local, remote, spun ns, capped spins, late spins.
+const LAB_COUNTS: usize = 5;
+
+/// `struct lab_counts` summed over CPUs.
+fn counts(skel: &LabSkel) -> Result<[u64; LAB_COUNTS]> {
     let per_cpu = skel
         .maps
         .lab_counts
         .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
         .context("reading the lab's counters")?
         .unwrap_or_default();
-    let mut sum = [0u64; 5];
+    let mut sum = [0u64; LAB_COUNTS];
     for bytes in per_cpu {
-        for (i, chunk) in bytes.chunks_exact(8).take(5).enumerate() {
+        for (i, chunk) in bytes.chunks_exact(8).take(LAB_COUNTS).enumerate() {
             sum[i] += u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
         }
     }
@@ -354,7 +358,7 @@ fn run(opts: &Opts) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     let now = counts(&skel)?;
-    let [local, remote, spun_ns, capped, late]: [u64; 5] =
+    let [local, remote, spun_ns, capped, late]: [u64; LAB_COUNTS] =
         std::array::from_fn(|i| now[i].saturating_sub(calibration_counts[i]));
     drop(link);
     drop(skel);
