@@ -9,6 +9,9 @@
 #                   thresholds and the sched_ext peers; ~3 h) and the BPF cost
 #                   of `scx_esn observe` vs a bpftrace script (root)
 #   make bench-quick  one topology, one penalty, one repeat (~20 min)
+#   make install    the binary, systemd unit, man pages, completions and
+#                   bpftrace scripts (PREFIX=/usr/local, DESTDIR)
+#   make deb        the same as a Debian package, in build/deb/
 #
 # The BPF side needs clang >= 16: BPF_CLANG picks it (Debian 12: clang-19).
 
@@ -17,7 +20,7 @@ export BPF_CLANG
 CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 
-.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick soak kernel-6.12 vm-test-sid clean
+.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick soak kernel-6.12 vm-test-sid install uninstall deb clean
 
 all: build
 
@@ -39,6 +42,8 @@ unit:
 host-test: build
 	tests/host/debian-mirror.sh
 	tests/host/bad-input.sh
+	tests/host/install.sh
+	tests/host/package.sh
 	tests/host/observe.sh
 	tests/host/profile.sh
 	tests/host/scripts.sh
@@ -55,7 +60,7 @@ COMPAT_KERNEL ?= 6.16.12+deb13
 # Debian's linux-source-6.12 with sched_ext (cached outside the clone:
 # tests/vm/build-kernel.sh).
 OLD_KERNEL_SUITE ?= bookworm
-vm-test: build
+vm-test: build deb
 	tests/vm/run.sh
 	tests/fetch-bpftrace.sh
 	tests/vm/run.sh scripts
@@ -107,6 +112,23 @@ bench: build
 
 bench-quick: build
 	BENCH_QUICK=1 tests/bench/numa-bench.sh
+
+# The binary, the systemd unit and /etc/default/scx_esn, the bpftrace
+# scripts, man pages and completions (scripts/install.sh says where).
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL_ENV = PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) UNITDIR=$(UNITDIR) DESTDIR=$(DESTDIR)
+install: build
+	$(INSTALL_ENV) scripts/install.sh install
+
+uninstall:
+	$(INSTALL_ENV) scripts/install.sh uninstall
+
+# build/deb/scx-esn_VERSION_ARCH.deb: what `make install` puts down, with
+# PREFIX=/usr (scripts/make-deb.sh).
+deb: build
+	scripts/make-deb.sh
 
 clean:
 	$(CARGO) clean

@@ -6,7 +6,49 @@
 //   - bpf/esn.bpf.c      the sched_ext scheduler (skeleton `bpf`)
 //   - bpf/observe.bpf.c  block I/O observation only (skeleton `observe`)
 
+use std::path::Path;
+use std::process::Command;
+
+/// The commit this binary is built from (`g` and 12 hex digits), for the
+/// version line operators quote in bug reports; empty outside a git checkout
+/// (a source package).
+fn git_commit() -> String {
+    let repo = Path::new("..");
+    // Rebuild when HEAD moves: HEAD itself names the branch, the branch's ref
+    // (loose or packed) names the commit.
+    for file in [".git/HEAD", ".git/packed-refs"] {
+        if repo.join(file).exists() {
+            println!("cargo:rerun-if-changed=../{file}");
+        }
+    }
+    if let Ok(head) = std::fs::read_to_string(repo.join(".git/HEAD")) {
+        if let Some(branch) = head.trim().strip_prefix("ref: ") {
+            if repo.join(".git").join(branch).exists() {
+                println!("cargo:rerun-if-changed=../.git/{branch}");
+            }
+        }
+    }
+    Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(repo)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| format!("g{}", String::from_utf8_lossy(&out.stdout).trim()))
+        .unwrap_or_default()
+}
+
 fn main() {
+    // `0.1.0-g0123456789ab x86_64-unknown-linux-gnu`, as the scx schedulers
+    // print theirs.
+    let commit = git_commit();
+    println!(
+        "cargo:rustc-env=SCX_ESN_FULL_VERSION={}{}{} {}",
+        std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
+        if commit.is_empty() { "" } else { "-" },
+        commit,
+        std::env::var("TARGET").unwrap_or_default()
+    );
     scx_cargo::BpfBuilder::new()
         .expect("BPF toolchain: is clang >= 16 installed (set BPF_CLANG)?")
         .enable_intf("../bpf/intf.h", "bpf_intf.rs")

@@ -36,8 +36,37 @@ do); 2 a bad command line (one line on stderr). Options of the scheduler \
 given to a subcommand, or options that do nothing in the mode given, are \
 bad command lines, not silently ignored.";
 
+/// The version, the commit built from (when built from git) and the target:
+/// `--version` prints it and the scheduler logs it at start.
+pub const FULL_VERSION: &str = env!("SCX_ESN_FULL_VERSION");
+
+/// This process's command line as given, for the start-up log line.
+pub fn command_line() -> String {
+    shell_words(std::env::args_os())
+}
+
+/// Arguments joined by spaces, each single-quoted only when a shell would
+/// need it, so that the logged line can be pasted back.
+fn shell_words(args: impl IntoIterator<Item = std::ffi::OsString>) -> String {
+    args.into_iter()
+        .map(|arg| {
+            let arg = arg.to_string_lossy().into_owned();
+            let plain = !arg.is_empty()
+                && arg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c));
+            if plain {
+                arg
+            } else {
+                format!("'{}'", arg.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[derive(Debug, Parser)]
-#[command(name = "scx_esn", version, about = ABOUT, long_about = LONG_ABOUT)]
+#[command(name = "scx_esn", version = FULL_VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 pub struct Opts {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -74,6 +103,21 @@ pub enum Command {
     /// root observes block I/O itself (observe mode, blk-mq only) and says
     /// so. Keys: q quit, ? help, tab view, s sort, p pause, +/- refresh.
     Top(TopOpts),
+    /// Print a completion script for SHELL on stdout (e.g. `scx_esn
+    /// completions bash > /etc/bash_completion.d/scx_esn`; `make install`
+    /// installs them).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (scx_esn.8 and one per subcommand) into DIR; for
+    /// `make install` and packaging.
+    #[command(hide = true)]
+    Manpages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -303,10 +347,11 @@ pub struct SchedOpts {
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     pub exit_dump_len: u32,
 
-    /// The running kernel's config, for libbpf, when neither
+    /// libbpf's object options, as the scx schedulers take them: among them
+    /// --kconfig FILE, the running kernel's config when neither
     /// /boot/config-$(uname -r) nor /proc/config.gz exists.
-    #[arg(long, value_name = "FILE")]
-    pub kconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
 
     /// sysfs root to read the topology from (for tests and diagnosis).
     #[arg(
@@ -468,6 +513,31 @@ pub fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<std::time::Duratio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_logged_command_line_pastes_back_into_a_shell() {
+        let args = [
+            "scx_esn",
+            "--state-file",
+            "/var/lib/a b.json",
+            "--stats-group",
+            "it's",
+            "",
+        ];
+        assert_eq!(
+            shell_words(args.iter().map(std::ffi::OsString::from)),
+            r"scx_esn --state-file '/var/lib/a b.json' --stats-group 'it'\''s' ''"
+        );
+    }
+
+    #[test]
+    fn the_version_names_the_target() {
+        assert!(
+            FULL_VERSION.starts_with(env!("CARGO_PKG_VERSION")),
+            "{FULL_VERSION}"
+        );
+        assert!(FULL_VERSION.contains("-linux"), "{FULL_VERSION}");
+    }
 
     #[test]
     fn cli_is_consistent() {

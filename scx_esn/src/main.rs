@@ -12,6 +12,7 @@ mod cli;
 mod control;
 mod counters;
 mod cpustat;
+mod docs;
 mod observe;
 mod observe_skel;
 mod output;
@@ -150,6 +151,13 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         .transpose()?;
     check_sched_ext(&opts.sysfs)?;
     require_root("scx_esn")?;
+    // What runs, from which commit, started how: the first line of every
+    // bug report, as the scx schedulers log it.
+    log::info!(
+        "scx_esn {} started as: {}",
+        cli::FULL_VERSION,
+        cli::command_line()
+    );
     let shutdown = sched::shutdown_flag()?;
     // Bound before loading: a taken port is an error now, not a silent gap
     // in the dashboards. It outlives restarts of the scheduler.
@@ -228,6 +236,8 @@ fn main() -> ExitCode {
         Some(Command::Observe(ref observe_opts)) => run_observer(&opts.sched, observe_opts),
         Some(Command::Profile(ref profile_opts)) => run_profile(&opts.sched, profile_opts),
         Some(Command::Top(ref top_opts)) => run_top(&opts.sched, top_opts),
+        Some(Command::Completions { shell }) => docs::completions(shell),
+        Some(Command::Manpages { ref dir }) => docs::man_pages(dir),
         None => run_scheduler(&opts.sched),
     };
     match result {

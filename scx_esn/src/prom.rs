@@ -126,6 +126,18 @@ fn float_counter_family(
     Ok(())
 }
 
+/// A counter with one series and no labels (`name_total value`, not
+/// `name_total{} value`).
+fn unlabelled_counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    counter: impl EncodeMetric,
+) -> std::fmt::Result {
+    counter.encode(encoder.encode_descriptor(name, help, unit, MetricType::Counter)?)
+}
+
 fn gauge_family(
     encoder: &mut DescriptorEncoder,
     name: &str,
@@ -221,6 +233,33 @@ impl Collector for Exposition {
             "Time spent runnable before running, summed, by node and class",
             Some(&Unit::Seconds),
             &wait_secs,
+        )?;
+
+        let mut spills = Vec::new();
+        let mut stolen = Vec::new();
+        for (idx, n) in r.sched.iter().enumerate() {
+            for (direction, count) in [("in", n.spill_in), ("out", n.spill_out)] {
+                spills.push((
+                    vec![node(idx as u32), ("direction", direction.to_string())],
+                    count,
+                ));
+            }
+            stolen.push((vec![node(idx as u32)], n.stolen_from));
+        }
+        counter_family(
+            &mut encoder,
+            "scx_esn_node_spills",
+            "I/O-bound tasks placed away from their home node: in = homed elsewhere, \
+             placed here; out = homed here, placed elsewhere",
+            None,
+            &spills,
+        )?;
+        counter_family(
+            &mut encoder,
+            "scx_esn_node_stolen",
+            "Times a CPU of another node ran a task placed on this node (its CPUs were busy)",
+            None,
+            &stolen,
         )?;
 
         let p_numa: Vec<(Labels, f64)> = r
@@ -320,6 +359,37 @@ impl Collector for Exposition {
             "Block requests submitted from the node's CPUs, all and those to a remote disk",
             None,
             &node_reqs,
+        )?;
+
+        let busy: Vec<(Labels, f64)> =
+            r.io.io_ticks_ms
+                .iter()
+                .map(|(&dev, &ms)| (vec![("device", self.devices.name_of(dev))], ms as f64 / 1e3))
+                .collect();
+        float_counter_family(
+            &mut encoder,
+            "scx_esn_io_busy",
+            "Time the disk had requests in flight since boot (io_ticks): its utilisation's rate",
+            Some(&Unit::Seconds),
+            &busy,
+        )?;
+
+        // What the block-layer BPF programs cost; zero unless the kernel counts
+        // it (sysctl kernel.bpf_stats_enabled=1).
+        let cost = r.io.cost;
+        unlabelled_counter(
+            &mut encoder,
+            "scx_esn_bpf_run",
+            "CPU time spent in scx_esn's block I/O BPF programs (kernel.bpf_stats_enabled=1)",
+            Some(&Unit::Seconds),
+            ConstCounter::new(cost.run_time_ns as f64 / 1e9),
+        )?;
+        unlabelled_counter(
+            &mut encoder,
+            "scx_esn_bpf_runs",
+            "Runs of scx_esn's block I/O BPF programs (kernel.bpf_stats_enabled=1)",
+            None,
+            ConstCounter::new(cost.run_cnt),
         )?;
         Ok(())
     }
@@ -571,9 +641,15 @@ mod tests {
                     fair_wait_ns: 5,
                 },
                 spill_in: 3,
+                stolen_from: 6,
                 ..Default::default()
             },
         ];
+        c.io.io_ticks_ms = BTreeMap::from([(DevT::new(259, 0), 2500)]);
+        c.io.cost = esn_stats::snapshot::BpfCost {
+            run_time_ns: 1_500_000_000,
+            run_cnt: 40,
+        };
         c.nodes = vec![
             NodeGauge {
                 node: 0,
@@ -688,6 +764,17 @@ mod tests {
             get("scx_esn_node_submitted_requests_total{node=\"0\",locality=\"remote\"}"),
             2.0
         );
+        assert_eq!(
+            get("scx_esn_node_spills_total{node=\"1\",direction=\"in\"}"),
+            3.0
+        );
+        assert_eq!(get("scx_esn_node_stolen_total{node=\"1\"}"), 6.0);
+        assert_eq!(
+            get("scx_esn_io_busy_seconds_total{device=\"nvme0n1\"}"),
+            2.5
+        );
+        assert_eq!(get("scx_esn_bpf_run_seconds_total"), 1.5);
+        assert_eq!(get("scx_esn_bpf_runs_total"), 40.0);
         // Every counter sample ends in _total, every histogram is in seconds.
         for line in text.lines().filter(|l| l.starts_with("# TYPE")) {
             let mut w = line.split_whitespace().skip(2);

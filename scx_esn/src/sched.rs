@@ -96,27 +96,32 @@ fn keep_struct_ops_for_explicit_attach(map: &libbpf_rs::OpenMapMut) {
     }
 }
 
-/// libbpf resolves the object's `__kconfig` externs from the running
-/// kernel's config; say what to do before it fails with a bare EINVAL.
-fn kconfig_opts(opts: &SchedOpts) -> Result<LibbpfOpts> {
-    if let Some(path) = &opts.kconfig {
+/// The libbpf options given, checked: libbpf resolves the object's
+/// `__kconfig` externs from the running kernel's config, and scx_utils
+/// drops every option silently when a --kconfig file cannot be read, so say
+/// what to do before libbpf fails with a bare EINVAL.
+fn libbpf_opts(opts: &SchedOpts) -> Result<LibbpfOpts> {
+    let given = opts.libbpf.clone();
+    if let Some(path) = &given.kconfig {
         std::fs::read_to_string(path)
-            .with_context(|| format!("--kconfig {}: cannot read it", path.display()))?;
-        return Ok(LibbpfOpts {
-            kconfig: Some(path.display().to_string()),
-            ..Default::default()
-        });
+            .with_context(|| format!("--kconfig {path}: cannot read it"))?;
+    } else {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let boot_config = format!("/boot/config-{}", release.trim());
+        if !Path::new(&boot_config).exists() && !Path::new("/proc/config.gz").exists() {
+            bail!(
+                "neither {boot_config} nor /proc/config.gz exists, and libbpf needs the \
+                 kernel's config to load the scheduler: pass --kconfig FILE with this \
+                 kernel's config (e.g. from its package)"
+            );
+        }
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let boot_config = format!("/boot/config-{}", release.trim());
-    if !Path::new(&boot_config).exists() && !Path::new("/proc/config.gz").exists() {
-        bail!(
-            "neither {boot_config} nor /proc/config.gz exists, and libbpf needs the \
-             kernel's config to load the scheduler: pass --kconfig FILE with this \
-             kernel's config (e.g. from its package)"
-        );
+    if let Some(path) = &given.btf_custom_path {
+        if !Path::new(path).is_file() {
+            bail!("--btf-custom-path {path}: no such file");
+        }
     }
-    Ok(LibbpfOpts::default())
+    Ok(given)
 }
 
 /// Send libbpf's messages to our log; -vv adds its debug output.
@@ -149,7 +154,7 @@ impl<'a> Scheduler<'a> {
 
         // Not obj_builder.debug(): debug(false) silences libbpf altogether.
         let builder = BpfSkelBuilder::default();
-        let open_opts = kconfig_opts(opts)?.into_bpf_open_opts();
+        let open_opts = libbpf_opts(opts)?.into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
         keep_struct_ops_for_explicit_attach(&skel.maps.esn_ops);
         skel.struct_ops.esn_ops_mut().exit_dump_len = opts.exit_dump_len;

@@ -33,6 +33,9 @@
 #      within 0.1 % of it (BPF counts the two apart; a scrape during I/O may
 #      fall between them),
 #      node 1's threshold gauge as the stats say, numa_penalty 3.0 override.
+#   G. contrib/grafana/scx_esn.json: every query names metrics and labels
+#      that R's live scrape serves (tests/check-dashboard.py, which also
+#      proves it would notice any one of them missing).
 #   T. `scx_esn top` in tmux from the start of P: node 1's row shows 2/2
 #      placed/threshold, Tab shows the NVMe with its IOPS; when P's scheduler
 #      stops it shows "disconnected", once C's starts it has reconnected by
@@ -358,6 +361,12 @@ print(int(ok), f"{ctype.split(';')[0]}; {len(samples)} samples; {disk} requests_
 PY
 )
 check "R --prometheus: /metrics agrees with bpftrace and the controller" "${verdict%% *}" "${verdict#* }"
+# The dashboard shipped for it asks only for what that live scrape serves.
+rc=0
+out=$(python3 "$ESN_REPO/tests/check-dashboard.py" "$ESN_REPO/contrib/grafana/scx_esn.json" \
+	"$ESN_WORK/metrics.txt" 2>&1) || rc=$?
+check "G the Grafana dashboard's queries name served metrics and labels" \
+	"$([[ $rc == 0 ]] && echo 1 || echo 0)" "$(tail -n 4 <<<"$out" | tr '\n' ' ')"
 sleep 3
 top_screen gone
 

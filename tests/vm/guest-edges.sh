@@ -19,6 +19,7 @@
 #   F. not root: exit 1 "needs root", nothing loaded.
 #   G. a command line that would do nothing (`--threshold 2 observe`): exit 2
 #      in one line, nothing loaded.
+#   P. the binary of `make deb`'s package (unpacked) loads, and SIGINT: exit 0.
 # Every refusal: no "panicked" in the output, sched_ext "disabled" after it.
 #
 # Environment: ESN_BIN (default $ESN_REPO/target/release/scx_esn).
@@ -161,6 +162,28 @@ refused "F not root" 1 "needs root" "${as_nobody[@]}" "$bin" --no-state
 # ---- G. an option that would do nothing ---------------------------------------
 refused "G --threshold before observe: exit 2" 2 "does nothing with \`observe\`" \
 	"$bin" --threshold 2 observe --duration 1
+
+# ---- P. the Debian package's binary -------------------------------------------
+# The guest's root is the host's, read-only: the package is unpacked, not
+# installed (tests/host/package.sh checks its maintainer scripts and unit).
+deb=$(ls "$ESN_REPO"/build/deb/scx-esn_*.deb 2>/dev/null | head -n1)
+if [[ -f $deb ]]; then
+	deb_root=$ESN_WORK/deb-root
+	mkdir -p "$deb_root"
+	dpkg-deb -x "$deb" "$deb_root"
+	if sched_start "$sched_out" "$sched_err" 60 "$deb_root/usr/bin/scx_esn" --no-state; then
+		stop_with_sigint "$sched_pid" 30
+		sched_wait_exit 5
+		ok=0
+		[[ ${SCHED_RC:-x} == 0 && $(sx_state) == disabled ]] && ok=1
+		check "P the packaged binary loads and unloads" "$ok" \
+			"$(basename "$deb"): enabled after ${SCHED_TOOK}s, exit ${SCHED_RC:-still running}; $(grep -m1 -o 'scx_esn [^ ]* [^ ]* started' "$sched_err")"
+	else
+		check "P the packaged binary loads and unloads" 0 "$SCHED_WHY"
+	fi
+else
+	check "P the packaged binary loads and unloads" 0 "no build/deb/scx-esn_*.deb: run make deb first"
+fi
 
 cleanup
 finish

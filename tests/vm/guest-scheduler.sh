@@ -137,6 +137,11 @@ if [[ $dry != 1 ]]; then
 		check "1 scx_esn loads, no libbpf warning" "$ok" \
 			"state=enabled ops=$(sx_ops) after ${SCHED_TOOK}s; libbpf lines in stderr: $libbpf_warns$(grep -m1 'libbpf:' "$sched_err" | sed 's/^/: /')"
 		verifier_report "$sched_pid" scheduler
+		# Its first line names the version, the commit and how it was started.
+		started=$(grep -m1 ' started as: ' "$sched_err")
+		ok=0
+		[[ $started =~ scx_esn\ [0-9]+\.[0-9]+\.[0-9]+-g[0-9a-f]{12}\ [^\ ]+\ started\ as:\ .*scx_esn\ .*${sched_args[0]} ]] && ok=1
+		check "1b start-up line: version, commit, command line" "$ok" "${started:-none in stderr}"
 	else
 		check "1 scx_esn loads" 0 "$SCHED_WHY"
 		finish_all
