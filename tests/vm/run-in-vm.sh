@@ -29,8 +29,8 @@
 #       must run as a plain fair scheduler).
 #
 # Environment: ESN_VM_TIMEOUT  seconds for one boot, start to power-off (900)
-#              ESN_VM_TCG_THREAD  multi (default: one host thread per vCPU)
-#                              or single (one host thread for all vCPUs)
+#              ESN_VM_TCG_THREAD  single (default: one host thread runs
+#                              every vCPU in turn) or multi (one per vCPU)
 #              ESN_VM_QUIET=1  do not print the guest log at the end
 #              ESN_VM_TEST_RETRY=1  crash the first boot's kernel on purpose
 #                              before the test starts (tests the retry path)
@@ -122,9 +122,12 @@ esac
 qemu_opts=(
 	# One socket per node: otherwise the guest sees LLC siblings across nodes.
 	-smp "$nr_cpus,sockets=$sockets,cores=2,threads=1"
-	# KVM guests crash in the decompressor on these hosts: TCG, all host
-	# threads unless ESN_VM_TCG_THREAD=single (see tests/vm/flips.sh).
-	-accel "tcg,thread=${ESN_VM_TCG_THREAD:-multi}"
+	# KVM guests crash in the decompressor on these hosts: TCG. One host
+	# thread for all vCPUs: with one per vCPU (multi) the guest kernel dies
+	# of "Oops: int3" at static-key sites that sched_ext flips (2 of 10
+	# boots of tests/vm/flips.sh, 5 load/unload cycles each; 0 of 20 with
+	# single, whose boots were no slower: 50-53 s against 52-66 s).
+	-accel "tcg,thread=${ESN_VM_TCG_THREAD:-single}"
 	"${nvme_opts[@]}"
 )
 # shellcheck disable=SC2054
@@ -162,7 +165,8 @@ boot() { # $1 = attempt number; sets boot_s, run_s, vng_rc
 # program): under multi-threaded TCG a vCPU can still execute the int3 that
 # text_poke_bp() put at a static-key site after the patch completed, and the
 # kernel finds no patch in progress for it. Seen at sched_ext enable/disable
-# and at boot; never on real hardware. Prints the RIP when it matches.
+# and at boot with ESN_VM_TCG_THREAD=multi, never with single (the default)
+# nor on real hardware. Prints the RIP when it matches.
 tcg_text_poke_race() { # CONSOLE_LOG
 	awk '/Oops: int3/ { oops = 1 } oops && /RIP: [0-9a-f]+:/ {
 		if ($0 !~ /bpf_prog_/) { sub(/.*RIP: [0-9a-f]+:/, ""); print; found = 1 }
@@ -171,10 +175,10 @@ tcg_text_poke_race() { # CONSOLE_LOG
 
 t_all=$(date +%s)
 # Retries: at most ESN_VM_RETRIES (default 2) more boots, only for these
-# infrastructure failures, each announced. Every sched_ext enable or disable
-# flips static keys, so a test that loads schedulers meets the text-poke race
-# about once in twenty flips here; two retries keep a red CI for the emulator
-# rare.
+# infrastructure failures, each announced. Under multi-threaded TCG a test
+# that loads schedulers met the text-poke race about once in twenty sched_ext
+# enable/disable flips; single-threaded TCG removed it, and the retry stays as
+# the net for a boot that dies before the test starts.
 retries=${ESN_VM_RETRIES:-2}
 attempt=1
 boot 1
