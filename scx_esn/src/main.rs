@@ -151,17 +151,18 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         .transpose()?;
     check_sched_ext(&opts.sysfs)?;
     require_root("scx_esn")?;
+    let shutdown = sched::shutdown_flag()?;
+    // Bound before loading: a taken port is an error now, not a silent gap
+    // in the dashboards. It outlives restarts of the scheduler.
+    let exporter = prom::launch_checked(opts.prometheus, &blkobs::device_table(&discover(opts)?))?;
     // What runs, from which commit, started how: the first line of every
-    // bug report, as the scx schedulers log it.
+    // bug report, as the scx schedulers log it. Not before the refusals
+    // above, each of which is one line on stderr and nothing else.
     log::info!(
         "scx_esn {} started as: {}",
         cli::FULL_VERSION,
         cli::command_line()
     );
-    let shutdown = sched::shutdown_flag()?;
-    // Bound before loading: a taken port is an error now, not a silent gap
-    // in the dashboards. It outlives restarts of the scheduler.
-    let exporter = prom::launch_checked(opts.prometheus, &blkobs::device_table(&discover(opts)?))?;
     let mut open_object = MaybeUninit::uninit();
     let mut carried = control::CarriedState::default();
     loop {

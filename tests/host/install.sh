@@ -21,17 +21,6 @@ root=$work/install-root
 rm -rf "$root"
 vars=(PREFIX=/usr UNITDIR=/usr/lib/systemd/system DESTDIR="$root")
 
-pass=0 fail=0
-check() { # NAME OK DETAIL
-	if [[ $2 == 1 ]]; then
-		echo "PASS $1: $3"
-		pass=$((pass + 1))
-	else
-		echo "FAIL $1: $3"
-		fail=$((fail + 1))
-	fi
-}
-
 make -s -C "$repo" install "${vars[@]}" >"$work/install.log" 2>&1 ||
 	die "make install failed: $(tail -n3 "$work/install.log")"
 
@@ -106,5 +95,4 @@ left=$(cd "$root" && find . -type f | sort)
 check "7 uninstall leaves no file" "$([[ -z $left ]] && echo 1 || echo 0)" "left: ${left:-nothing}"
 rm -rf "$root"
 
-echo "install host test: $pass passed, $fail failed"
-((fail == 0))
+host_result

@@ -7,6 +7,10 @@
 #                             TOOL is on PATH ("bin" asks for the binary).
 #   host_disk                 sets source and disk: the block device and the
 #                             whole disk holding $work, which fio then reads.
+#   check NAME OK DETAIL      one PASS or FAIL line (OK is 1 or not), counted
+#                             in pass and fail; after a FAIL it calls the
+#                             function named by ON_FAIL, if set, to show more.
+#   host_result               the closing line; status 0 only if none failed.
 
 host_init() {
 	local tool
@@ -36,4 +40,22 @@ host_disk() {
 	[[ -b $source ]] || die "$work is on $source, not a block device: run from a disk-backed checkout"
 	disk=$(lsblk -no PKNAME "$source" | head -n1)
 	[[ -n $disk ]] || disk=$(basename "$source")
+}
+
+pass=0 fail=0
+check() {
+	if [[ $2 == 1 ]]; then
+		echo "PASS $1: $3"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $1: $3"
+		fail=$((fail + 1))
+		if [[ -n ${ON_FAIL:-} ]]; then "$ON_FAIL"; fi
+	fi
+	return 0
+}
+
+host_result() {
+	echo "$test_name host test: $pass passed, $fail failed"
+	((fail == 0))
 }

@@ -18,17 +18,6 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 host_init package bin dpkg-deb lintian
 
-pass=0 fail=0
-check() { # NAME OK DETAIL
-	if [[ $2 == 1 ]]; then
-		echo "PASS $1: $3"
-		pass=$((pass + 1))
-	else
-		echo "FAIL $1: $3"
-		fail=$((fail + 1))
-	fi
-}
-
 deb=$(make -s -C "$repo" deb 2>"$work/deb.err" | tail -n1) || true
 [[ -f $deb ]] || die "make deb made no package: $(tail -n3 "$work/deb.err")"
 
@@ -76,5 +65,4 @@ check "4 unpacked: binary runs, unit enables, postinst starts nothing" "$ok" \
 	"'$version'; enabled as $(tr '\n' ' ' <<<"$enabled" | tail -c 120)"
 rm -rf "$root"
 
-echo "package host test: $pass passed, $fail failed"
-((fail == 0))
+host_result

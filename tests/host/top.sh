@@ -35,19 +35,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass=0 fail=0
-check() { # NAME OK DETAIL
-	if [[ $2 == 1 ]]; then
-		echo "PASS $1: $3"
-		pass=$((pass + 1))
-	else
-		echo "FAIL $1: $3"
-		echo "---- screen ----"
-		screen || true
-		echo "----------------"
-		fail=$((fail + 1))
-	fi
+# A failed check shows what top drew.
+show_screen() {
+	echo "---- screen ----"
+	screen || true
+	echo "----------------"
 }
+ON_FAIL=show_screen
 # wait_screen SECONDS REGEX: until the pane shows REGEX.
 wait_screen() {
 	local until=$((SECONDS + $1))
@@ -105,5 +99,4 @@ ok=0
 wait_screen 15 'TOP-EXIT=0' && ok=1
 check "6 q exits 0" "$ok" "$(screen | grep -m1 -o 'TOP-EXIT=[0-9]*' || echo 'no exit')"
 
-echo "top host test: $pass passed, $fail failed"
-((fail == 0))
+host_result
