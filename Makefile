@@ -47,6 +47,7 @@ host-test: build
 	tests/host/observe.sh
 	tests/host/profile.sh
 	tests/host/scripts.sh
+	tests/host/render.sh
 	tests/host/top.sh
 
 # The current sched_ext kernel of Debian trixie-backports (and on it the

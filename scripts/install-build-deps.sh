@@ -6,11 +6,14 @@
 # lint components, and what the host tests and benchmarks run (fio, bpftrace,
 # python3, util-linux's findmnt/lsblk, procps' pgrep, tmux for
 # driving `scx_esn top`, man-db and systemd for checking what `make install`
-# puts down, dpkg-dev and lintian for `make deb`). Idempotent: a machine that has everything only gets checked.
+# puts down, dpkg-dev and lintian for `make deb`, python3-pil and
+# fonts-dejavu-core for drawing the demo's `top` screens). Idempotent: a
+# machine that has everything only gets checked.
 set -euo pipefail
 
 packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config make
-	fio bpftrace python3 util-linux procps tmux man-db systemd dpkg-dev lintian)
+	fio bpftrace python3 util-linux procps tmux man-db systemd dpkg-dev lintian
+	python3-pil fonts-dejavu-core)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -19,12 +19,15 @@ for tool in dpkg-deb dpkg-shlibdeps; do
 	command -v "$tool" >/dev/null || die "$tool is missing (apt-get install dpkg-dev)"
 done
 
-upstream=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n1)
-[[ -n $upstream ]] || die "no version in Cargo.toml"
-# A build from git names its commit, so two builds of different trees never
-# share a version.
-commit=$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || true)
-version=$upstream${commit:++g$commit}
+# The version is the binary's own (build.rs: Cargo's version and, from git,
+# the commit), so the package and `scx_esn --version` never disagree and two
+# builds of different trees never share a version. Debian reads a hyphen as
+# the start of a packaging revision: 0.1.0-g<commit> becomes 0.1.0+g<commit>.
+bin=${ESN_BIN:-$repo/target/release/scx_esn}
+[[ -x $bin ]] || die "no binary at $bin: run make first"
+version=$("$bin" --version | awk 'NR == 1 { print $2 }')
+version=${version/-g/+g}
+[[ $version =~ ^[0-9][0-9A-Za-z.+~]*$ ]] || die "$bin --version gave no usable version: '$version'"
 arch=$(dpkg --print-architecture)
 
 rm -rf "$stage"
@@ -39,7 +42,7 @@ install -D -m 0644 "$repo/contrib/debian/copyright" "$doc/copyright"
 {
 	echo "scx-esn ($version) unstable; urgency=medium"
 	echo
-	echo "  * Built from ${commit:-a source tree without git} of scx_esn $upstream."
+	echo "  * Built as scx_esn $("$bin" --version | awk 'NR == 1 { print $2, $3 }')."
 	echo
 	echo " -- scx_esn developers <scx-esn@users.noreply.github.com>  $(date -R -d "@$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)")"
 } | gzip -9n >"$doc/changelog.gz"

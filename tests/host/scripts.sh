@@ -37,19 +37,9 @@ mkdir -p "$work"
 (($(nproc) >= 2)) || die "needs 2 CPUs (fio is moved from one to the other)"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || die "cannot mount tracefs"
 
-fails=0 passes=0
-check() { # NAME OK FIGURE
-	if [[ $2 == 1 ]]; then
-		echo "PASS $1: $3"
-		passes=$((passes + 1))
-	else
-		echo "FAIL $1: $3"
-		fails=$((fails + 1))
-	fi
-}
 
 # ------------------------------------------------------------ static checks --
-python3 - "$repo" <<'EOF' || fails=$((fails + 1))
+python3 - "$repo" <<'EOF' || fail=$((fail + 1))
 import re, subprocess, sys, os
 repo = sys.argv[1]
 ok = True
@@ -303,7 +293,7 @@ for name, good, fig in lines:
 sys.exit(0 if all(g for _, g, _ in lines) else 1)
 EOF
 	local rc=$?
-	if ((rc == 0)); then passes=$((passes + 1)); else fails=$((fails + 1)); fi
+	if ((rc == 0)); then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 }
 
 for bt in "${bts[@]}"; do
@@ -311,8 +301,5 @@ for bt in "${bts[@]}"; do
 done
 rm -f "$file"
 echo "scripts host test: bpftrace $(for b in "${bts[@]}"; do "$b" --version | awk '{ printf "%s ", $2 }'; done)"
-if ((fails)); then
-	echo "scripts host test: FAILED (outputs in ${work#"$repo"/})"
-	exit 1
-fi
-echo "scripts host test: all PASS"
+((fail)) && echo "scripts host test: outputs in ${work#"$repo"/}"
+host_result

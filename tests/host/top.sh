@@ -7,7 +7,8 @@
 # the screen is read back with capture-pane:
 #   1. the node view says observe mode, no scheduler;
 #   2. tab: the devices view shows the disk fio reads, with IOPS > 0;
-#   3. tab: the tasks view lists fio;
+#   3. tab: the tasks view lists fio, and that screen, captured with its
+#      colours, is one scripts/render-screen.py draws (the docs' pictures);
 #   4. p pauses (PAUSED shown), ? opens the help, + / - change the refresh;
 #   5. a 20x5 window and back to 120x40: top is still running and draws;
 #   6. q: top exits 0 and leaves the terminal (alternate screen closed).
@@ -74,6 +75,12 @@ tmux_ send-keys -t "$session" Tab
 ok=0
 wait_screen 20 'fio' && ok=1
 check "3 tasks view lists fio" "$ok" "$(screen | grep -m1 'fio' | tr -s ' ' || echo 'no fio row')"
+
+# What top draws is what scripts/render-screen.py must draw for the docs.
+tmux_ capture-pane -e -p -t "$session" >"$work/top-tasks.ansi"
+ok=0
+drawn=$(/usr/bin/python3 "$repo/scripts/render-screen.py" "$work/top-tasks.ansi" "$work/top-tasks.png" 2>&1) && ok=1
+check "3b the screen with its colours draws as a PNG" "$ok" "$drawn"
 
 tmux_ send-keys -t "$session" p
 ok=0

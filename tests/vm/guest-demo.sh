@@ -32,6 +32,31 @@ busiest_stats_interval() {
 		/^requests: / && $2 + 0 >= most { most = $2 + 0; best = block }
 		END { printf "%s", best }' "$1"
 }
+# capture_top: `scx_esn top` in a tmux pane, under the same load once more
+# (not during the measured run: top's own CPU time would be charged to
+# scx_esn), each of its three views captured with its colours to
+# top-{nodes,devices,tasks}.ansi (demo.sh renders them) and as text.
+capture_top() {
+	local sock=$ESN_WORK/tmux-demo.sock session=esn-demo-top view fio_pid
+	command -v tmux >/dev/null || { say "no tmux: top is not captured"; return 0; }
+	"${FIO[@]}" --output=/dev/null >/dev/null 2>&1 &
+	fio_pid=$!
+	tmux -S "$sock" -f /dev/null new-session -d -s "$session" -x 112 -y 34 \
+		"$bin top --interval 1 2>$ESN_OUTDIR/top.stderr"
+	sleep 10
+	for view in nodes devices tasks; do
+		tmux -S "$sock" capture-pane -e -p -t "$session" >"$ESN_OUTDIR/top-$view.ansi"
+		tmux -S "$sock" capture-pane -p -t "$session" >"$ESN_OUTDIR/top-$view.txt"
+		tmux -S "$sock" send-keys -t "$session" Tab
+		sleep 3
+	done
+	tmux -S "$sock" send-keys -t "$session" q
+	sleep 1
+	tmux -S "$sock" kill-server 2>/dev/null
+	wait "$fio_pid"
+	say "scx_esn top under the same load (nodes view; devices and tasks in top-*.txt):"
+	sed -e 's/[[:space:]]*$//' "$ESN_OUTDIR/top-nodes.txt"
+}
 bio_trace_start "$dev" || { echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
 
 say "=== default scheduler (EEVDF): fio $jobs jobs on $dev, started on node 0 then freed ==="
@@ -53,6 +78,7 @@ measure_bios_during $((runtime + 60)) -- run_load
 esn_pct1=$MB_PCT1 esn_iops=$(fio_iops)
 tid_split fio 80
 esn_jobs="$MB_JOBS_N1 of $MB_JOBS mostly on node 1"
+capture_top
 kill -INT "$pid"
 for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
 wait "$pid"
