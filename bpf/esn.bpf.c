@@ -528,8 +528,29 @@ static __always_inline u64 *node_clock(u32 node)
 #define MAX_LAG_SLICES 8
 
 /*
- * @p's vtime for waiting on @node, written back to the task. A task that
- * changed node keeps its lag, measured against the clock it left. A waking
+ * Nor is a task ever so far *ahead* of its node's clock that it would wait
+ * longer than about this for its next run. Its wait is the distance
+ * divided by the rate the clock advances, which is the node's CPUs over
+ * its runnable tasks: a nice-19 task (weight 1, every run charged 100x)
+ * among 24 nice-0 spinners on a 2-CPU node waited out sched_ext's 5 s
+ * watchdog after one 5 ms slice. So the distance allowed shrinks as the
+ * queues grow; with few tasks waiting it is wide enough that nice keeps
+ * its full effect.
+ */
+#define MAX_AHEAD_WAIT_NS (1000ULL * 1000 * 1000)
+
+static __always_inline u64 max_ahead_ns(u32 node)
+{
+	u64 queued = scx_bpf_dsq_nr_queued(fair_dsq(node)) +
+		     scx_bpf_dsq_nr_queued(io_dsq(node));
+
+	return MAX_AHEAD_WAIT_NS / (queued ? queued : 1);
+}
+
+/*
+ * @p's vtime for waiting on @node, written back to the task, within the
+ * bounds above. A task that changed node keeps its lag, measured against
+ * the clock it left. A waking
  * task gets at most one slice of lag, inversely to its weight as EEVDF
  * does, so the credit is one slice of *run time* at any nice level:
  * sleeping never buys a burst. Tasks queued again without sleeping (slice
@@ -541,6 +562,7 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 			 u32 node, u64 enq_flags)
 {
 	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node), *from, lag;
+	u64 ahead;
 
 	if (!clock || !st)
 		return vtime;
@@ -554,6 +576,9 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 	lag = scale_by_task_weight_inverse(p, lag);
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
+	ahead = max_ahead_ns(node);
+	if (time_after(vtime, *clock + ahead))
+		vtime = *clock + ahead;
 	if (vtime != p->scx.dsq_vtime)
 		scx_bpf_task_set_dsq_vtime(p, vtime);
 	return vtime;

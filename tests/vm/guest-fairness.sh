@@ -27,10 +27,17 @@
 #      bios come from node 1 (bpftrace).
 #      The stall is a race (one run in six failed before it was closed), so
 #      scx_esn's R runs ESN_RT_REPEATS times and every run must pass.
+#   W. a nice-19 spinner among ESN_CROWD (24) nice-0 spinners, all on CPUs
+#      2-3, ESN_SPIN_SECS x 2 seconds: the watchdog (5 s) never fires and the
+#      nice-19 spinner gets some CPU. Weighted fairness alone makes it wait
+#      its run's charge (x100 at weight 1) times 12 tasks per CPU: seconds.
+#      A soak with 18 runnable tasks on a CPU stalled so (khugepaged, nice
+#      19: "failed to run for 5.152s").
 #   L. scx_esn is still loaded at the end, with no sched_ext error in dmesg.
 # Environment: ESN_BIN, ESN_SCHED_ARGS, ESN_LOAD_TIMEOUT (30), ESN_FIO_RUNTIME
 # (15), ESN_SPIN_SECS (10), ESN_RT_MAX_MS (250), ESN_RT_REPEATS (3),
-# ESN_FAIR_LOADS (N R S: the loads to run, e.g. R alone to chase the race).
+# ESN_CROWD (24), ESN_FAIR_LOADS (N R S W: the loads to run, e.g. R alone to
+# chase the race).
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
@@ -42,7 +49,8 @@ runtime=${ESN_FIO_RUNTIME:-15}
 spin_secs=${ESN_SPIN_SECS:-10}
 rt_max_ms=${ESN_RT_MAX_MS:-250}
 rt_repeats=${ESN_RT_REPEATS:-3}
-loads=" ${ESN_FAIR_LOADS:-N R S} "
+crowd=${ESN_CROWD:-24}
+loads=" ${ESN_FAIR_LOADS:-N R S W} "
 sched_out=$ESN_WORK/scx_esn.stdout
 sched_err=$ESN_WORK/scx_esn.stderr
 clk_tck=$(getconf CLK_TCK)
@@ -100,6 +108,28 @@ nice_run() {
 	say "$label: CPU ticks nice-0 $n0, nice-10 $n10 (ratio $NICE_RATIO), pinned nice-19 $pin ($PIN_PCT % of its CPU)"
 }
 
+# crowd_run LABEL: the W load; sets LOW_TICKS (the nice-19 spinner's CPU
+# ticks) and CROWD_TICKS (the nice-0 spinners' mean).
+crowd_run() {
+	local label=$1 i p
+	local -A before
+	for ((i = 0; i < crowd; i++)); do spin 0 2,3; done
+	spin 19 2,3
+	sleep 2
+	for p in "${spinners[@]}"; do before[$p]=$(cpu_ticks "$p"); done
+	sleep $((spin_secs * 2))
+	local total=0 n=0
+	for p in "${spinners[@]}"; do
+		((n < crowd)) && total=$((total + $(cpu_ticks "$p") - before[$p]))
+		n=$((n + 1))
+	done
+	p=${spinners[crowd]}
+	LOW_TICKS=$(($(cpu_ticks "$p") - before[$p]))
+	CROWD_TICKS=$((total / crowd))
+	spin_stop
+	say "$label: $crowd nice-0 spinners and a nice-19 one on CPUs 2-3 for $((spin_secs * 2)) s: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS"
+}
+
 # rt_run LABEL: the R load; sets RT_P999_MS RT_MAX_MS RT_IOPS (fio's figures).
 rt_run() {
 	local label=$1 json=$ESN_WORK/rt.$1.json vars
@@ -132,6 +162,10 @@ if runs N; then
 	nice_run EEVDF
 	ref_ratio=$NICE_RATIO ref_pin=$PIN_PCT
 fi
+if runs W; then
+	crowd_run EEVDF
+	ref_low=$LOW_TICKS ref_crowd=$CROWD_TICKS
+fi
 if runs R; then
 	rt_run eevdf
 	ref_p999=$RT_P999_MS ref_max=$RT_MAX_MS ref_iops=$RT_IOPS
@@ -161,6 +195,14 @@ if runs R; then
 	done
 	check "R fio beside an RT spinner: max clat <= ${rt_max_ms} ms in all $rt_repeats runs" "$((over == 0))" \
 		"scx_esn max per run ${maxes[*]} ms ($over over; last p99.9 $RT_P999_MS, $RT_IOPS IOPS); EEVDF max $ref_max ms (p99.9 $ref_p999, $ref_iops IOPS)"
+fi
+
+if runs W; then
+	crowd_run scx_esn
+	ok=0
+	[[ $(sx_state) == enabled && $LOW_TICKS -gt 0 ]] && sched_alive && ok=1
+	check "W nice-19 among $crowd nice-0 spinners: no watchdog stall, it ran" "$ok" \
+		"scx_esn: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS, state $(sx_state); EEVDF: $ref_low, $ref_crowd"
 fi
 
 # ---- S. a slot held by a task that left sched_ext ----------------------------------

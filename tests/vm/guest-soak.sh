@@ -17,6 +17,8 @@
 #        rescanned: the disk comes back;
 #     Z. scx_esn's process stopped (SIGSTOP) for 40 s (a fifth of the soak if
 #        shorter): the kernel side keeps scheduling without it.
+# Every 10 s the state, kernel stack and CPU time of fio's threads go to
+# fio-threads.log, so a run that hangs shows where.
 # Pass: never a stall or BPF error (scx_esn's log, dmesg), sched_ext enabled
 # at the end with scx_esn's ops, every fio run ended (none hung), both
 # restarts done with the learned state carried, placed tasks back to 0 on
@@ -75,6 +77,17 @@ dev_node=$(cat "/sys/class/nvme/$first_ctrl/device/numa_node" 2>/dev/null || ech
 hot_cpu=$(cut -d, -f1 <"/sys/devices/system/node/node$dev_node/cpulist" | awk -F- '{ print $NF }')
 say "disks: ${disks[*]}; first controller $first_ctrl on node $dev_node; hotplug CPU $hot_cpu"
 
+# fio links 64 libraries (84 MB: ceph, gluster, rdma, pmem ...), which the
+# guest reads over 9p from the host's root. Started cold under this load, on
+# single-threaded TCG, loading them took fio past its 80 s timeout before it
+# issued one I/O, under EEVDF as under scx_esn (fio-threads.log: the fio
+# process in p9_client_read, and no request started for 80 s). One short run
+# first puts them in the guest's page cache, as they are on any real host.
+fio --name=esn-soak-warm --filename="${disks[0]}" --readonly --rw=randread --bs=4k \
+	--direct=1 --ioengine=psync --time_based --runtime=1 --output=/dev/null >/dev/null 2>&1
+stress-ng --version >/dev/null 2>&1
+hackbench -g 1 -f 2 -l 10 >/dev/null 2>&1
+
 if ! sched_start "$sched_out" "$sched_err" 60 "$bin" --stats 1 --state-file "$state"; then
 	check "scx_esn loads" 0 "$SCHED_WHY"
 	finish_all
@@ -100,6 +113,29 @@ for d in "${disks[@]}"; do
 	fio_runs "$d" &
 	load_pids+=($!)
 done
+# What fio's threads are doing, every 10 s while the load runs: a run that
+# never gets to its I/O shows here with each thread's state, kernel wait
+# channel, allowed CPUs and CPU time.
+fio_threads() {
+	local pid task
+	while ((SECONDS < end)); do
+		echo "== $((SECONDS - t0)) s"
+		for pid in $(pgrep -f esn-soak-fio); do
+			for task in /proc/"$pid"/task/*; do
+				printf '%s %s %s %s %s cpus %s ticks %s\n' "$pid" "${task##*/}" \
+					"$(cat "$task/comm" 2>/dev/null)" \
+					"$(awk '{ print $3 }' "$task/stat" 2>/dev/null)" \
+					"$(cat "$task/wchan" 2>/dev/null)" \
+					"$(awk '/Cpus_allowed_list/ { print $2 }' "$task/status" 2>/dev/null)" \
+					"$(awk '{ print $14 + $15 }' "$task/stat" 2>/dev/null)"
+				echo "   syscall $(cut -d' ' -f1-3 "$task/syscall" 2>/dev/null); stack $(head -n 6 "$task/stack" 2>/dev/null | tr '\n' ' ')"
+			done
+		done
+		sleep 10
+	done >"$ESN_WORK/fio-threads.log" 2>&1
+}
+fio_threads &
+load_pids+=($!)
 stress-ng --temp-path "$ESN_WORK" --aggressive -M -c 2 -f 2 --affinity 1 --affinity-delay 1 --affinity-pin \
 	--pthread 1 --pthread-max 64 --timeout "${secs}s" >"$ESN_WORK/stress.log" 2>&1 &
 load_pids+=($!)
@@ -207,7 +243,7 @@ hb_fail=$(grep -c fail "$ESN_WORK/hackbench.log" || true)
 ok=0
 ((runs > 0 && hung == 0)) && ok=1
 check "every fio run ended" "$ok" \
-	"$runs runs, $hung hung, $failed ended with an error (the removed disk's); stress-ng done: $stress_rc; hackbench failures $hb_fail; cpuset flips $(cat "$ESN_WORK/cpuset-flips" 2>/dev/null || echo 0)"
+	"$runs runs, $hung hung (their threads every 10 s: fio-threads.log), $failed ended with an error (the removed disk's); stress-ng done: $stress_rc; hackbench failures $hb_fail; cpuset flips $(cat "$ESN_WORK/cpuset-flips" 2>/dev/null || echo 0)"
 
 # Placed tasks give their slots back once their I/O stops (io_idle_ms).
 sleep 6
