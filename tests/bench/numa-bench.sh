@@ -34,7 +34,7 @@ for f in target/release/scx_esn target/release/esn-remote-penalty; do
 	[[ -x $repo/$f ]] || die "no $f: run 'make build' first"
 done
 
-# Mode: what runs, per topology. The full matrix is in README.md with its cost.
+# Mode: what runs, per topology. The full matrix is in docs/TESTING.md with its cost.
 if [[ ${BENCH_SMOKE:-0} == 1 ]]; then
 	mode=smoke topologies=${BENCH_TOPOLOGIES:-2n} timeout=1800
 	defaults() { # TOPOLOGY
