@@ -83,8 +83,8 @@ say "disks: ${disks[*]}; first controller $first_ctrl on node $dev_node; hotplug
 # issued one I/O, under EEVDF as under scx_esn (fio-threads.log: the fio
 # process in p9_client_read, and no request started for 80 s). One short run
 # first puts them in the guest's page cache, as they are on any real host.
-fio --name=esn-soak-warm --filename="${disks[0]}" --readonly --rw=randread --bs=4k \
-	--direct=1 --ioengine=psync --time_based --runtime=1 --output=/dev/null >/dev/null 2>&1
+fio_randread_args "${disks[0]}" 1 1 --output=/dev/null
+"${FIO[@]}" >/dev/null 2>&1
 stress-ng --version >/dev/null 2>&1
 hackbench -g 1 -f 2 -l 10 >/dev/null 2>&1
 
