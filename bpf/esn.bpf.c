@@ -219,20 +219,17 @@ static const struct cpumask *node_cpumask(u32 node)
 }
 
 /*
- * CPUs of @node that @p may use, in @p's scratch mask; NULL if none. Every
- * placement goes through here, which is what keeps taskset and cpusets
- * honoured.
+ * CPUs of @node that @p may use, in @p's scratch mask (@st is @p's state,
+ * looked up once by the callback); NULL if none. Every placement goes
+ * through here, which is what keeps taskset and cpusets honoured.
  */
-static const struct cpumask *task_node_cpus(struct task_struct *p, u32 node)
+static const struct cpumask *task_node_cpus(struct task_struct *p,
+					    struct esn_sched_task *st, u32 node)
 {
 	const struct cpumask *nmask = node_cpumask(node);
-	struct esn_sched_task *st;
 	struct bpf_cpumask *scratch;
 
-	if (!nmask)
-		return NULL;
-	st = sched_task(p);
-	if (!st)
+	if (!nmask || !st)
 		return NULL;
 	scratch = st->scratch;
 	if (!scratch)
@@ -541,8 +538,10 @@ static __always_inline u64 *node_clock(u32 node)
 
 static __always_inline u64 max_ahead_ns(u32 node)
 {
-	u64 queued = scx_bpf_dsq_nr_queued(fair_dsq(node)) +
-		     scx_bpf_dsq_nr_queued(io_dsq(node));
+	s32 fair = scx_bpf_dsq_nr_queued(fair_dsq(node));
+	s32 io = scx_bpf_dsq_nr_queued(io_dsq(node));
+	/* A negative count is an error (no such queue): none waiting there. */
+	u64 queued = (fair > 0 ? fair : 0) + (io > 0 ? io : 0);
 
 	return MAX_AHEAD_WAIT_NS / (queued ? queued : 1);
 }
@@ -576,9 +575,12 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 	lag = scale_by_task_weight_inverse(p, lag);
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
-	ahead = max_ahead_ns(node);
-	if (time_after(vtime, *clock + ahead))
-		vtime = *clock + ahead;
+	/* The queue lengths are two kfunc calls: only for a task ahead at all. */
+	if (time_after(vtime, *clock)) {
+		ahead = max_ahead_ns(node);
+		if (time_after(vtime, *clock + ahead))
+			vtime = *clock + ahead;
+	}
 	if (vtime != p->scx.dsq_vtime)
 		scx_bpf_task_set_dsq_vtime(p, vtime);
 	return vtime;
@@ -641,9 +643,10 @@ static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /* Idle CPU of @node that @p may use, preferring @prev_cpu; -1 if none. */
-static s32 pick_idle_on_node(struct task_struct *p, u32 node, s32 prev_cpu)
+static s32 pick_idle_on_node(struct task_struct *p, struct esn_sched_task *st,
+			     u32 node, s32 prev_cpu)
 {
-	const struct cpumask *cpus = task_node_cpus(p, node);
+	const struct cpumask *cpus = task_node_cpus(p, st, node);
 	s32 cpu;
 
 	if (!cpus)
@@ -672,9 +675,10 @@ static bool cpu_preemptible_for_io(s32 cpu)
  * The choice is made here, not in enqueue, because enqueue may preempt only
  * the CPU it was called for (see preempt_for_io).
  */
-static s32 busy_cpu_on_node(struct task_struct *p, u32 node, s32 prev_cpu)
+static s32 busy_cpu_on_node(struct task_struct *p, struct esn_sched_task *st,
+			    u32 node, s32 prev_cpu)
 {
-	const struct cpumask *cpus = task_node_cpus(p, node);
+	const struct cpumask *cpus = task_node_cpus(p, st, node);
 	bool prev_on_node;
 	s32 cpu;
 
@@ -857,13 +861,13 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 		st->woke_node_set = true;
 	}
 	if (node != ESN_NO_NODE) {
-		cpu = pick_idle_on_node(p, node, prev_cpu);
+		cpu = pick_idle_on_node(p, st, node, prev_cpu);
 		if (cpu >= 0) {
 			run_on_idle_cpu(p, st, cpu);
 			stat_inc(ESN_STAT_IO_DIRECT);
 			return cpu;
 		}
-		return busy_cpu_on_node(p, node, prev_cpu);
+		return busy_cpu_on_node(p, st, node, prev_cpu);
 	}
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
@@ -910,7 +914,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 
 	node = enqueue_io_node(p, st, enq_flags);
 	if (node != ESN_NO_NODE) {
-		cpu = pick_idle_on_node(p, node, -1);
+		cpu = pick_idle_on_node(p, st, node, -1);
 		if (cpu < 0 && preempt_for_io(p, st, node, enq_flags))
 			return;
 		if (st)
