@@ -34,6 +34,8 @@
 #              ESN_VM_QUIET=1  do not print the guest log at the end
 #              ESN_VM_TEST_RETRY=1  crash the first boot's kernel on purpose
 #                              before the test starts (tests the retry path)
+#              ESN_VM_APPEND   more guest kernel parameters, space-separated
+#                              (e.g. tsc=reliable; see docs/TESTING.md)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -148,6 +150,8 @@ boot() { # $1 = attempt number; sets boot_s, run_s, vng_rc
 	rm -f "$outdir/started" "$outdir/result" "$outdir/log" "$outdir/rc" "$outdir/prepare.log"
 	local extra=()
 	if [[ $n == 1 && ${ESN_VM_TEST_RETRY:-0} == 1 ]]; then extra=(--append esn_test_crash); fi
+	local param
+	for param in ${ESN_VM_APPEND:-}; do extra+=(--append "$param"); done
 	t0=$(date +%s)
 	timeout --kill-after=15 "$timeout_s" vng "${vng_args[@]}" "${extra[@]}" \
 		</dev/null >"$outdir/console.$n.log" 2>&1
