@@ -35,7 +35,7 @@
 #              ESN_VM_TEST_RETRY=1  crash the first boot's kernel on purpose
 #                              before the test starts (tests the retry path)
 #              ESN_VM_APPEND   more guest kernel parameters, space-separated
-#                              (e.g. tsc=reliable; see docs/TESTING.md)
+#                              (e.g. tsc=reliable; see tests/vm/README.md)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
