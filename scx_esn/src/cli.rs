@@ -224,6 +224,22 @@ pub struct ObserveOpts {
     pub keep_issue_times: bool,
 }
 
+/// --objective's values, as esn_controller::Objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Objective {
+    Latency,
+    Throughput,
+}
+
+impl From<Objective> for esn_controller::Objective {
+    fn from(o: Objective) -> esn_controller::Objective {
+        match o {
+            Objective::Latency => esn_controller::Objective::Latency,
+            Objective::Throughput => esn_controller::Objective::Throughput,
+        }
+    }
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct SchedOpts {
     /// Pin the threshold: I/O-bound tasks a node keeps before the excess
@@ -245,6 +261,16 @@ pub struct SchedOpts {
     #[arg(long, value_name = "X", conflicts_with = "threshold", value_parser = numa_penalty,
           allow_negative_numbers = true)]
     pub numa_penalty: Option<f64>,
+
+    /// What the learned threshold optimises. latency: the lesser-evil
+    /// balance of the CPU wait on the device's node against the remote/local
+    /// device latency ratio, at most one I/O-bound task per CPU. throughput:
+    /// the IOPS of the node's devices, found by running one interval at a
+    /// neighbouring threshold (one more, one fewer, or every task local) and
+    /// keeping what completed more; up to 4 tasks per CPU (new: see
+    /// docs/PERFORMANCE.md for where each wins).
+    #[arg(long, value_enum, default_value_t = Objective::Latency, conflicts_with = "threshold")]
+    pub objective: Objective,
 
     /// Seconds between two steps of the threshold controller.
     #[arg(

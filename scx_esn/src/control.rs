@@ -61,6 +61,8 @@ pub struct Control {
     ticks: u32,
     last_io: BTreeMap<IoKey, IoCounters>,
     last_waits: Vec<NodeWaits>,
+    /// When the interval being measured began.
+    interval_start: Instant,
     /// The last decision of each controlled node, for the stats.
     decisions: Vec<Decision>,
     /// A failed save warns once, not every minute.
@@ -131,9 +133,11 @@ pub fn node_sample(
     disks: &[DevT],
     waits: &NodeWaits,
     placed: u32,
+    elapsed: Duration,
 ) -> NodeSample {
     NodeSample {
         placed,
+        elapsed_s: elapsed.as_secs_f64(),
         local_lat: device_latency(before, now, disks, Locality::Local),
         remote_lat: device_latency(before, now, disks, Locality::Remote),
         run_delay: LatencyStat::new(waits.io_waits, waits.io_mean_ns().unwrap_or(0.0)),
@@ -308,6 +312,7 @@ impl Control {
             ticks: 0,
             last_io: io,
             last_waits: waits,
+            interval_start: Instant::now(),
             decisions: Vec::new(),
             save_failed: false,
             _state_lock: state_lock,
@@ -340,6 +345,9 @@ impl Control {
     /// BPF is to use from now on.
     pub fn step(&mut self, io: BTreeMap<IoKey, IoCounters>, waits: Vec<NodeWaits>) -> &[Decision] {
         let mut decisions = Vec::with_capacity(self.nodes.len());
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(self.interval_start);
+        self.interval_start = now;
         for n in &mut self.nodes {
             let idx = n.node as usize;
             let wait = match (waits.get(idx), self.last_waits.get(idx)) {
@@ -347,7 +355,7 @@ impl Control {
                 _ => NodeWaits::default(),
             };
             let placed = mean_placed(n.placed_sum, self.ticks);
-            let sample = node_sample(&self.last_io, &io, &n.disks, &wait, placed);
+            let sample = node_sample(&self.last_io, &io, &n.disks, &wait, placed, elapsed);
             let learned_before = n.ctl.threshold();
             let decision = n.ctl.step(&sample);
             if n.ctl.threshold() != learned_before {
@@ -442,6 +450,16 @@ pub fn describe(d: &Decision) -> String {
         }
         None => out.push_str(", n* -"),
     }
+    if let Some(doing) = &d.climb {
+        match d.iops {
+            Some(iops) => {
+                let _ = write!(out, " | IOPS {iops:.0}, {doing}");
+            }
+            None => {
+                let _ = write!(out, " | IOPS -, {doing}");
+            }
+        }
+    }
     out
 }
 
@@ -514,19 +532,35 @@ mod tests {
             fair_waits: 100,
             fair_wait_ns: 1,
         };
-        let s = node_sample(&before, &now, &[DevT(disk)], &waits, 2);
+        let s = node_sample(
+            &before,
+            &now,
+            &[DevT(disk)],
+            &waits,
+            2,
+            Duration::from_secs(1),
+        );
         assert_eq!(s.placed, 2);
         assert_eq!(s.local_lat, LatencyStat::new(2, 20_000.0));
         assert_eq!(s.remote_lat, LatencyStat::new(1, 60_000.0));
         assert_eq!(s.run_delay, LatencyStat::new(4, 2_000.0));
         assert_eq!(s.numa_ratio(1), Some(3.0));
         assert_eq!(s.contention(1), Some(1.1));
+        assert_eq!(s.completion_rate(1), Some(3.0));
+        assert_eq!(s.completion_rate(4), None);
     }
 
     #[test]
     fn an_idle_interval_is_no_data() {
         let now = BTreeMap::new();
-        let s = node_sample(&now, &now, &[DevT(1)], &NodeWaits::default(), 0);
+        let s = node_sample(
+            &now,
+            &now,
+            &[DevT(1)],
+            &NodeWaits::default(),
+            0,
+            Duration::ZERO,
+        );
         assert_eq!(s.local_lat.count, 0);
         assert_eq!(s.numa_ratio(1), None);
         assert_eq!(s.contention(1), None);
@@ -539,7 +573,14 @@ mod tests {
         before.insert(key(disk, Locality::Local, Op::Read), counters(&[5, 5, 5]));
         let mut now = BTreeMap::new();
         now.insert(key(disk, Locality::Local, Op::Read), counters(&[40]));
-        let s = node_sample(&before, &now, &[DevT(disk)], &NodeWaits::default(), 1);
+        let s = node_sample(
+            &before,
+            &now,
+            &[DevT(disk)],
+            &NodeWaits::default(),
+            1,
+            Duration::from_secs(1),
+        );
         assert_eq!(s.local_lat, LatencyStat::new(1, 40.0));
     }
 

@@ -117,6 +117,7 @@ fn learning(opts: &SchedOpts) -> Result<Option<sched::Learning>> {
     }
     let config = esn_controller::ControllerConfig {
         numa_penalty_override: opts.numa_penalty,
+        objective: opts.objective.into(),
         ..Default::default()
     };
     if let Err(why) = config.validate() {

@@ -182,6 +182,9 @@ def sched_command(name):
         return None
     if name == "esn":
         return [ESN] + LEARNING_ARGS
+    if name == "esn-tput":
+        # The same build, learning for the devices' throughput (--objective).
+        return [ESN] + LEARNING_ARGS + ["--objective", "throughput"]
     if name == "esn-base":
         # Another build of scx_esn (BENCH_ESN_BASE), learning too: a change's
         # before and after, side by side in one boot.
@@ -404,7 +407,7 @@ def run_point(load, sched_name, ctx):
             mx = [int(x) for x in re.findall(r"Max:\s+(\d+)", outputs["cyclictest"])]
             point["wakeup_avg_us"] = sum(avg) / len(avg) if avg else None
             point["wakeup_max_us"] = max(mx) if mx else None
-        if sched_name == "esn":
+        if sched_name in ("esn", "esn-tput"):
             point["threshold"] = sched.learned_thresholds()
         point["ok"] = True
     except Exception as e:  # noqa: BLE001 - a failed point is data, the run goes on

@@ -114,6 +114,7 @@ IO_KINDS = ("io", "hog-io")
 BASELINE = "eevdf"
 LEARNED = "esn"
 BASE_BUILD = "esn-base"  # another scx_esn build beside LEARNED (BENCH_ESN_BASE)
+THROUGHPUT = "esn-tput"  # the same build, learning with --objective throughput
 
 
 def fmt_number(unit, v):
@@ -370,6 +371,8 @@ def sched_label(run, sched):
         return "eevdf (the baseline: no sched_ext scheduler)"
     if sched == LEARNED:
         return "esn (scx_esn, learning its threshold)"
+    if sched == THROUGHPUT:
+        return "esn-tput (scx_esn, learning for throughput: --objective throughput)"
     if sched == BASE_BUILD:
         return f"esn-base (another scx_esn build, learning: {run.meta.get('esn_base')})"
     if static_threshold(sched):
@@ -449,7 +452,7 @@ def verdict(run, penalty, loads, fig):
 def ratio_tables(run, penalty, loads):
     # esn-base, when run, is the same scheduler's other build: its column is
     # a change's after ÷ before.
-    others = [o for o in [BASELINE, BASE_BUILD] + run.peers if o in run.scheds]
+    others = [o for o in [BASELINE, BASE_BUILD, THROUGHPUT] + run.peers if o in run.scheds]
     header = ["load"] + [f"vs {'EEVDF' if o == BASELINE else o}" for o in others]
     lines = []
     for fig, note in (("iops", "above 1 is better"), ("p99_us", "below 1 is better")):

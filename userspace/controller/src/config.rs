@@ -46,6 +46,21 @@ pub struct ControllerConfig {
     /// Intervals between two explorations (one interval at threshold + 1); 0 never
     /// explores, which freezes what the controller knows about larger thresholds.
     pub explore_every: u32,
+    /// What the threshold is chosen for; see [`Objective`].
+    pub objective: Objective,
+}
+
+/// What the controller optimises.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Objective {
+    /// The lesser-evil balance of P_cont(n) against P_numa, fitted (the model at the
+    /// top of the crate); at most one task per CPU.
+    #[default]
+    Latency,
+    /// The node's device throughput, climbed by probing neighbouring thresholds
+    /// (`climb.rs`); up to [`crate::TASKS_PER_CPU`] tasks per CPU.
+    Throughput,
 }
 
 impl Default for ControllerConfig {
@@ -61,6 +76,7 @@ impl Default for ControllerConfig {
             confirm_intervals: 3,
             max_step: 1,
             explore_every: 20,
+            objective: Objective::Latency,
         }
     }
 }

@@ -15,7 +15,8 @@
 //!    intervals, and the node had the demand to fill one more slot, answer
 //!    threshold + 1 for this one interval.
 
-use crate::config::ControllerConfig;
+use crate::climb::{Climber, TASKS_PER_CPU};
+use crate::config::{ControllerConfig, Objective};
 use crate::decision::Decision;
 use crate::evidence::Evidence;
 use crate::fit::{QuadraticFit, Reference, Update};
@@ -39,8 +40,11 @@ pub struct NodeController {
     governor: Governor,
     /// Informative intervals since the threshold last moved or explored.
     since_explore: u32,
-    /// The last answer was threshold + 1.
+    /// The last answer was threshold + 1 (latency), or a probe (throughput).
     exploring: bool,
+    /// Under the throughput objective, what chooses the threshold instead of the
+    /// latency model (which still measures, for the stats).
+    climber: Option<Climber>,
 }
 
 impl NodeController {
@@ -69,6 +73,7 @@ impl NodeController {
             governor: Governor::default(),
             since_explore: 0,
             exploring: false,
+            climber: climber_for(cfg, min, max),
         }
     }
 
@@ -113,6 +118,26 @@ impl NodeController {
             _ => None,
         };
 
+        if let Some(climber) = self.climber.as_mut() {
+            let iops = s.completion_rate(self.cfg.min_samples);
+            let climb = climber.step(iops, s.placed, self.threshold);
+            self.threshold = climb.threshold;
+            self.exploring = climb.answer != climb.threshold;
+            return Decision {
+                node: self.node,
+                threshold: climb.answer,
+                p_numa,
+                p_numa_source,
+                curve,
+                n_star: None,
+                exploring: self.exploring,
+                placed: s.placed,
+                p_cont,
+                iops,
+                climb: Some(climb.doing.to_string()),
+            };
+        }
+
         if numa_learned || p_cont.is_some() {
             let target = match n_star {
                 Some(n) => n,
@@ -147,6 +172,8 @@ impl NodeController {
             exploring,
             placed: s.placed,
             p_cont,
+            iops: None,
+            climb: None,
         }
     }
 
@@ -255,12 +282,22 @@ impl NodeController {
             governor: Governor::from_state(&state.pending),
             since_explore: state.since_explore,
             exploring: state.exploring && threshold < max,
+            climber: climber_for(cfg, min, max),
         }
     }
 }
 
-/// (min, max) of the threshold: max at least 1, min within [1, max].
+/// (min, max) of the threshold: max at least 1, min within [1, max]. Under the
+/// throughput objective a node may keep `TASKS_PER_CPU` tasks per CPU.
 fn bounds(cfg: &ControllerConfig, max_threshold: u32) -> (u32, u32) {
-    let max = max_threshold.max(1);
+    let per_cpu = match cfg.objective {
+        Objective::Latency => 1,
+        Objective::Throughput => TASKS_PER_CPU,
+    };
+    let max = max_threshold.max(1).saturating_mul(per_cpu);
     (cfg.min_threshold.clamp(1, max), max)
+}
+
+fn climber_for(cfg: &ControllerConfig, min: u32, max: u32) -> Option<Climber> {
+    (cfg.objective == Objective::Throughput).then(|| Climber::new(min, max))
 }

@@ -31,4 +31,12 @@ pub struct Decision {
     pub placed: u32,
     /// P_cont observed in that sample, if it had enough data to give a point.
     pub p_cont: Option<f64>,
+    /// Under the throughput objective: the devices' completions per second in that
+    /// sample, if it had enough of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    /// Under the throughput objective: what the next interval does ("settled",
+    /// "probing up", "probing all", "probing down").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub climb: Option<String>,
 }

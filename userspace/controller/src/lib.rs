@@ -88,6 +88,7 @@
 //! a [`NodeState`] and back; [`persist`] stores them for all nodes in one file,
 //! atomically, and refuses files from another version or topology.
 
+mod climb;
 mod config;
 mod controller;
 mod decision;
@@ -100,7 +101,8 @@ mod sample;
 mod stability;
 mod target;
 
-pub use config::{ControllerConfig, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
+pub use climb::TASKS_PER_CPU;
+pub use config::{ControllerConfig, Objective, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
 pub use controller::NodeController;
 pub use decision::Decision;
 pub use penalty::PenaltySource;

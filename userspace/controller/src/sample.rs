@@ -60,6 +60,9 @@ pub struct NodeSample {
     pub remote_lat: LatencyStat,
     /// Runnable-to-running delay of the placed I/O-bound tasks on this node.
     pub run_delay: LatencyStat,
+    /// Length of the interval in seconds; 0 when unknown.
+    #[serde(default)]
+    pub elapsed_s: f64,
 }
 
 impl NodeSample {
@@ -71,6 +74,15 @@ impl NodeSample {
         let remote = self.remote_lat.positive_mean(min_samples)?;
         let ratio = remote / local;
         ratio.is_finite().then_some(ratio)
+    }
+
+    /// Reads and writes the node's devices completed per second, from any node.
+    /// Needs `min_samples` of them and a known interval length.
+    pub fn completion_rate(&self, min_samples: u64) -> Option<f64> {
+        let count = self.local_lat.count.saturating_add(self.remote_lat.count);
+        let ok =
+            count > 0 && count >= min_samples && self.elapsed_s.is_finite() && self.elapsed_s > 0.0;
+        ok.then(|| count as f64 / self.elapsed_s)
     }
 
     /// 1 + run delay / local latency: how much longer a placed task's I/O round trip

@@ -27,6 +27,7 @@ fn good() -> NodeSample {
         local_lat: stat(COUNT, LOCAL_NS),
         remote_lat: stat(COUNT, 3.0 * LOCAL_NS),
         run_delay: stat(COUNT, 0.68 * LOCAL_NS),
+        elapsed_s: 1.0,
     }
 }
 
@@ -40,6 +41,7 @@ fn garbage() -> Vec<NodeSample> {
             local_lat: stat(COUNT, bad_mean),
             remote_lat: stat(COUNT, bad_mean),
             run_delay: stat(COUNT, bad_mean),
+            elapsed_s: 1.0,
         });
         // The yardstick (local latency) broken: neither ratio has a denominator.
         out.push(NodeSample {

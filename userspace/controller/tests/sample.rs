@@ -8,6 +8,7 @@ fn sample(placed: u32, local: (u64, f64), remote: (u64, f64), delay: (u64, f64))
         local_lat: LatencyStat::new(local.0, local.1),
         remote_lat: LatencyStat::new(remote.0, remote.1),
         run_delay: LatencyStat::new(delay.0, delay.1),
+        elapsed_s: 1.0,
     }
 }
 

@@ -43,6 +43,8 @@ fn full_interval() -> IntervalStats {
             exploring: true,
             placed: 2,
             p_cont: Some(1.2),
+            iops: None,
+            climb: None,
         }],
         health: Health {
             dispatched: 1000,

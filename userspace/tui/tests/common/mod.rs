@@ -127,6 +127,8 @@ pub fn decision(node: u32, threshold: u32, p_numa: f64, p_cont: Option<f64>) -> 
         exploring: false,
         placed: threshold,
         p_cont,
+        iops: None,
+        climb: None,
     }
 }
 
