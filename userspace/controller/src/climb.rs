@@ -12,7 +12,7 @@
 //!
 //! ```text
 //!            settle at t ──▶ probe one interval at a candidate ──▶ back at t
-//!                 ▲              up: t + 1   all: the ceiling        │
+//!                 ▲              all: the ceiling   up: t + 1        │
 //!                 │              down: t − 1                          ▼
 //!                 │          verdict: IOPS(probe) against the mean of the
 //!                 │          interval before it and the one after it (at t)
@@ -54,7 +54,10 @@ pub(crate) enum Candidate {
     Down,
 }
 
-const ORDER: [Candidate; 3] = [Candidate::Up, Candidate::All, Candidate::Down];
+/// The order candidates are tried in a round. `All` first: it is the one a step-by-one
+/// climb cannot reach, and its probe shows the demand, which tells whether `Up` can
+/// change anything at all.
+const ORDER: [Candidate; 3] = [Candidate::All, Candidate::Up, Candidate::Down];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -163,8 +166,8 @@ impl Climber {
                     }
                 } else {
                     self.won_once = None;
-                    // Demand that did not fill t + 1 will not fill the ceiling.
-                    if cand == Candidate::Up && probe_placed <= t {
+                    // With no more demand than t + 1, the ceiling's probe was Up's.
+                    if cand == Candidate::All && probe_placed <= t + 1 {
                         self.next = self.next.max(2);
                     }
                     self.start_probe(rate, placed, t)

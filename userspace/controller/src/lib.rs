@@ -82,6 +82,16 @@
 //!   nonsense means) neither moves the threshold nor advances any counter; the last
 //!   answer stands, an exploration still waiting for its measurement included.
 //!
+//! # The other objective: throughput
+//!
+//! With [`Objective::Throughput`] the threshold is not read off the curve: it is
+//! climbed on the throughput of the node's devices, by running single intervals at a
+//! neighbouring threshold and keeping what completed more (`climb.rs`). The latency
+//! model above keeps measuring (its P_numa, P_cont and curve still show in each
+//! [`Decision`]), but does not decide. The bound rises to [`TASKS_PER_CPU`] tasks per
+//! CPU: what the latency model cannot see is that a remote submitter may slow the
+//! local ones too, and that tasks which mostly wait for their device can share a CPU.
+//!
 //! # Persistence
 //!
 //! [`NodeController::export`] and [`NodeController::restore`] turn a controller into
