@@ -11,7 +11,7 @@
 //! throughput of the node's devices, and climbs it:
 //!
 //! ```text
-//!            settle at t ──▶ probe one interval at a candidate ──▶ back at t
+//!            settle at t ──▶ probe a candidate (warm-up, then measure) ──▶ back at t
 //!                 ▲              all: the ceiling   up: t + 1        │
 //!                 │              down: t − 1                          ▼
 //!                 │          verdict: IOPS(probe) against the mean of the
@@ -22,6 +22,10 @@
 //!                               settle longer (doubling up to `SETTLE_MAX`)
 //! ```
 //!
+//! * **Warm-up.** The first interval after the limit changes is not measured, on
+//!   the probe's side nor on the way back: tasks are still moving, and in the lab the
+//!   second in which six tasks came home completed a third of the steady rate either
+//!   side of it.
 //! * **Bracketing.** The probe is compared with the intervals on both sides of it, so
 //!   a load that drifts slowly (a job finishing, the host slowing the guest) moves
 //!   both sides and not the verdict.
@@ -64,18 +68,21 @@ enum Phase {
     /// At the threshold; `left` intervals to go before the next probe. `base` is the
     /// rate of the last interval, the left bracket of a probe.
     Settle { left: u32, base: Option<f64> },
-    /// The interval being measured runs at `value`.
+    /// The interval being measured runs at `value`. `warm`: it is the first there,
+    /// while tasks move, and its rate is not used.
     Probe {
         cand: Candidate,
         value: u32,
         base: f64,
+        warm: bool,
     },
-    /// Back at the threshold, for the right bracket.
+    /// Back at the threshold, for the right bracket; `warm` as for `Probe`.
     Return {
         cand: Candidate,
         probe_rate: f64,
         probe_placed: u32,
         base: f64,
+        warm: bool,
     },
 }
 
@@ -131,17 +138,20 @@ impl Climber {
                 base: Some(rate),
             },
             Phase::Settle { .. } => self.start_probe(rate, placed, t),
+            Phase::Probe { warm: true, .. } | Phase::Return { warm: true, .. } => self.warmed(),
             Phase::Probe { cand, base, .. } => Phase::Return {
                 cand,
                 probe_rate: rate,
                 probe_placed: placed,
                 base,
+                warm: true,
             },
             Phase::Return {
                 cand,
                 probe_rate,
                 probe_placed,
                 base,
+                ..
             } => {
                 let gain = probe_rate / ((base + rate) / 2.0) - 1.0;
                 let target = self.move_value(cand, t, probe_placed);
@@ -162,6 +172,7 @@ impl Climber {
                             cand,
                             value: self.probe_value(cand, t),
                             base: rate,
+                            warm: true,
                         }
                     }
                 } else {
@@ -190,7 +201,12 @@ impl Climber {
             };
             let redundant = cand == Candidate::All && value <= t + 1;
             if useful && !redundant {
-                return Phase::Probe { cand, value, base };
+                return Phase::Probe {
+                    cand,
+                    value,
+                    base,
+                    warm: true,
+                };
             }
         }
         self.next = 0;
@@ -199,6 +215,34 @@ impl Climber {
         Phase::Settle {
             left,
             base: Some(base),
+        }
+    }
+
+    /// The phase after its warm-up interval.
+    fn warmed(&self) -> Phase {
+        match self.phase {
+            Phase::Probe {
+                cand, value, base, ..
+            } => Phase::Probe {
+                cand,
+                value,
+                base,
+                warm: false,
+            },
+            Phase::Return {
+                cand,
+                probe_rate,
+                probe_placed,
+                base,
+                ..
+            } => Phase::Return {
+                cand,
+                probe_rate,
+                probe_placed,
+                base,
+                warm: false,
+            },
+            settled => settled,
         }
     }
 
@@ -281,6 +325,23 @@ mod tests {
         assert_eq!(*learned.last().unwrap(), 8, "{learned:?}");
         let settled_at = learned.iter().position(|&t| t == 8).unwrap();
         assert!(settled_at < 8, "took {settled_at} intervals: {learned:?}");
+    }
+
+    #[test]
+    fn a_costly_move_does_not_hide_a_better_place() {
+        // As in the lab: the interval in which the tasks move completes a third of
+        // the steady rate, which a probe measured at once would blame on the probe.
+        let steady = |placed: u32| if placed >= 8 { 2850.0 } else { 1400.0 };
+        let mut c = Climber::new(1, 8);
+        let (mut t, mut answer, mut last_placed) = (2, 2, 2);
+        for _ in 0..40 {
+            let placed = answer.min(8);
+            let moving = placed != last_placed;
+            let rate = steady(placed) / if moving { 3.0 } else { 1.0 };
+            let climb = c.step(Some(rate), placed, t);
+            (t, answer, last_placed) = (climb.threshold, climb.answer, placed);
+        }
+        assert_eq!(t, 8);
     }
 
     #[test]
