@@ -267,8 +267,8 @@ pub struct SchedOpts {
     /// device latency ratio, at most one I/O-bound task per CPU. throughput:
     /// the IOPS of the node's devices, found by running one interval at a
     /// neighbouring threshold (one more, one fewer, or every task local) and
-    /// keeping what completed more; up to 4 tasks per CPU (new: see
-    /// docs/PERFORMANCE.md for where each wins).
+    /// keeping what completed more; up to 4 tasks per CPU. Experimental: see
+    /// docs/PERFORMANCE.md for what it has measured so far.
     #[arg(long, value_enum, default_value_t = Objective::Latency, conflicts_with = "threshold")]
     pub objective: Objective,
 

@@ -39,17 +39,21 @@ if [[ ${BENCH_SMOKE:-0} == 1 ]]; then
 	mode=smoke topologies=${BENCH_TOPOLOGIES:-2n} timeout=1800
 	defaults() { # TOPOLOGY
 		d_penalties="2.0" d_light="" d_loads="io-2" d_repeats=1 d_runtime=4 d_ramp=1
+		# Every way scx_esn can run, --objective throughput included, loads and runs.
+		d_scheds="eevdf esn esn-tput oracle scx_bpfland scx_rusty scx_cosmos"
 	}
 elif [[ ${BENCH_QUICK:-0} == 1 ]]; then
 	mode=quick topologies=${BENCH_TOPOLOGIES:-2n} timeout=3600
 	defaults() {
 		d_penalties="2.0" d_light="" d_loads="io-1 io-2 io-4 io-8 hog-io-4 cpu wakeup"
 		d_repeats=1 d_runtime=8 d_ramp=2
+		d_scheds="eevdf esn oracle scx_bpfland scx_rusty scx_cosmos"
 	}
 else
 	mode=full topologies=${BENCH_TOPOLOGIES:-2n 4n} timeout=14400
 	defaults() {
 		d_repeats=3 d_runtime=10 d_ramp=2 d_light=""
+		d_scheds="eevdf esn oracle scx_bpfland scx_rusty scx_cosmos"
 		if [[ $1 == 2n ]]; then
 			d_penalties="off 2.0" d_light="1.1"
 			d_loads="io-1 io-2 io-4 io-8 aio-8 hog-io-4 cpu hackbench wakeup"
@@ -97,7 +101,7 @@ for topo in $topologies; do
 			BENCH_LIGHT_PENALTIES="${BENCH_LIGHT_PENALTIES:-$d_light}" \
 			BENCH_LOADS="${BENCH_LOADS:-$d_loads}" BENCH_REPEATS="${BENCH_REPEATS:-$d_repeats}" \
 			BENCH_RUNTIME="${BENCH_RUNTIME:-$d_runtime}" BENCH_RAMP="${BENCH_RAMP:-$d_ramp}" \
-			BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-eevdf esn oracle scx_bpfland scx_rusty scx_cosmos}" \
+			BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-$d_scheds}" \
 			BENCH_ESN_BASE="${BENCH_ESN_BASE:-}" BENCH_BPF_STATS="${BENCH_BPF_STATS:-1}"
 		boot_rc=$?
 		grep -E '^\[ *[0-9.]+\] (point|bench)' "$raw_dir/log" 2>/dev/null | tail -n 400

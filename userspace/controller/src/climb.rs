@@ -62,12 +62,14 @@ pub(crate) enum Candidate {
 /// climb cannot reach, and its probe shows the demand, which tells whether `Up` can
 /// change anything at all.
 const ORDER: [Candidate; 3] = [Candidate::All, Candidate::Up, Candidate::Down];
+/// Where `Down` is in [`ORDER`]: a round that skips `Up` resumes there.
+const DOWN_AT: usize = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
-    /// At the threshold; `left` intervals to go before the next probe. `base` is the
-    /// rate of the last interval, the left bracket of a probe.
-    Settle { left: u32, base: Option<f64> },
+    /// At the threshold; `left` intervals to go before the next probe, whose left
+    /// bracket is the last of them.
+    Settle { left: u32 },
     /// The interval being measured runs at `value`. `warm`: it is the first there,
     /// while tasks move, and its rate is not used.
     Probe {
@@ -114,10 +116,7 @@ impl Climber {
         Climber {
             min,
             ceiling: ceiling.max(min),
-            phase: Phase::Settle {
-                left: SETTLE_MIN,
-                base: None,
-            },
+            phase: Phase::Settle { left: SETTLE_MIN },
             next: 0,
             won_once: None,
             settle: SETTLE_MIN,
@@ -133,10 +132,7 @@ impl Climber {
             return self.answer(t);
         };
         self.phase = match self.phase {
-            Phase::Settle { left, .. } if left > 1 => Phase::Settle {
-                left: left - 1,
-                base: Some(rate),
-            },
+            Phase::Settle { left } if left > 1 => Phase::Settle { left: left - 1 },
             Phase::Settle { .. } => self.start_probe(rate, placed, t),
             Phase::Probe { warm: true, .. } | Phase::Return { warm: true, .. } => self.warmed(),
             Phase::Probe { cand, base, .. } => Phase::Return {
@@ -162,10 +158,7 @@ impl Climber {
                         self.settle = SETTLE_MIN;
                         // Momentum: the direction that paid is tried first.
                         self.next = ORDER.iter().position(|&c| c == cand).unwrap_or(0);
-                        Phase::Settle {
-                            left: SETTLE_MIN,
-                            base: None,
-                        }
+                        Phase::Settle { left: SETTLE_MIN }
                     } else {
                         self.won_once = Some(cand);
                         Phase::Probe {
@@ -179,7 +172,7 @@ impl Climber {
                     self.won_once = None;
                     // With no more demand than t + 1, the ceiling's probe was Up's.
                     if cand == Candidate::All && probe_placed <= t + 1 {
-                        self.next = self.next.max(2);
+                        self.next = self.next.max(DOWN_AT);
                     }
                     self.start_probe(rate, placed, t)
                 }
@@ -212,10 +205,7 @@ impl Climber {
         self.next = 0;
         let left = self.settle;
         self.settle = (self.settle * 2).min(SETTLE_MAX);
-        Phase::Settle {
-            left,
-            base: Some(base),
-        }
+        Phase::Settle { left }
     }
 
     /// The phase after its warm-up interval.
