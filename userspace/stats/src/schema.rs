@@ -136,6 +136,8 @@ const STRUCTS: &[StructDoc] = &[
             f("exploring", Datum(Bool), "true while this interval tries one task above the learned threshold"),
             f("placed", Datum(U64), "Placed tasks in the sample this decision answers"),
             opt("p_cont", Datum(Float), "Contention penalty observed in that sample"),
+            opt("iops", Datum(Float), "Under --objective throughput: completions per second of the node's devices in that sample"),
+            opt("climb", Datum(String), "Under --objective throughput: what the next interval does (settled, probing all, probing up, probing down)"),
         ],
     },
     StructDoc {

@@ -43,8 +43,8 @@ fn full_interval() -> IntervalStats {
             exploring: true,
             placed: 2,
             p_cont: Some(1.2),
-            iops: None,
-            climb: None,
+            iops: Some(2500.0),
+            climb: Some("probing all".into()),
         }],
         health: Health {
             dispatched: 1000,
