@@ -53,6 +53,12 @@ BT_SCRIPT = os.path.join(REPO, "tests/bench/bio-dev-node.bt")
 # scheduler's programs cost. All schedulers pay the timing alike, EEVDF only
 # for the referee's and the lab's programs.
 BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
+# Beside every I/O load, one fair task that wakes every 2 ms (cyclictest):
+# how long a task that is neither placed nor I/O-bound waits for a CPU while
+# the scheduler places the I/O jobs. Off by default: it takes a little CPU.
+WAKE_PROBE = os.environ.get("BENCH_WAKE_PROBE", "0") != "0"
+# The probe's histogram bound, µs: a wake-up later than this counts as this.
+PROBE_HIST_US = 20000
 
 
 def log(msg):
@@ -247,6 +253,17 @@ class Scheduler:
         return out
 
 
+def proc_cpu_ticks(proc):
+    """utime + stime of a process (all its threads), in clock ticks; None if gone."""
+    if proc is None:
+        return None
+    try:
+        fields = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
 def sched_bpf_costs(sched):
     """The scheduler process's BPF programs' cumulative cost; None for EEVDF."""
     if sched.proc is None or not BPF_STATS:
@@ -287,6 +304,37 @@ def parse_fio(path):
         "p50_us": pct.get("50.000000", 0) / 1e3 or None,
         "p99_us": pct.get("99.000000", 0) / 1e3 or None,
     }
+
+
+def probe_command(secs):
+    return ["cyclictest", "-q", "--policy=other", "-t", "1", "-i", "2000", "-D", f"{secs}",
+            "-h", str(PROBE_HIST_US), "--default-system"]
+
+
+def parse_probe(text):
+    """Mean, p99 and max wake-up latency (µs) from cyclictest's histogram output."""
+    counts, overflows = {}, 0
+    avg = mx = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"(\d+)\s+(\d+)", line.strip())
+        if m:
+            counts[int(m.group(1))] = int(m.group(2))
+        elif m := re.match(r"# Avg Latencies: (\d+)", line):
+            avg = int(m.group(1))
+        elif m := re.match(r"# Max Latencies: (\d+)", line):
+            mx = int(m.group(1))
+        elif m := re.match(r"# Histogram Overflows: (\d+)", line):
+            overflows = int(m.group(1))
+    total = sum(counts.values()) + overflows
+    if not total:
+        return {}
+    seen, p99 = 0, PROBE_HIST_US
+    for us in sorted(counts):
+        seen += counts[us]
+        if seen >= 0.99 * total:
+            p99 = us
+            break
+    return {"probe_wake_avg_us": avg, "probe_wake_p99_us": p99, "probe_wake_max_us": mx}
 
 
 def parse_stress_ng(text):
@@ -352,6 +400,10 @@ def run_point(load, sched_name, ctx):
             procs["fio"] = subprocess.Popen(
                 fio_command(ctx["devices"], jobs, engine, iodepth, runtime, ramp, fio_json),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if WAKE_PROBE and kind in ("io", "hog-io"):
+            procs["probe"] = subprocess.Popen(probe_command(runtime + ramp),
+                                              stdout=subprocess.PIPE,
+                                              stderr=subprocess.STDOUT, text=True)
         if kind in ("hog-io", "cpu"):
             procs["hog"] = subprocess.Popen(hog_command(ncpus, runtime + ramp), stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, text=True)
@@ -367,6 +419,7 @@ def run_point(load, sched_name, ctx):
         time.sleep(ramp)
         bios0 = ctx["referee"].snapshot()
         stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
+        own0 = proc_cpu_ticks(sched.proc)
         t0 = time.time()
         outputs = {}
         for name, p in procs.items():
@@ -379,7 +432,12 @@ def run_point(load, sched_name, ctx):
             if p.returncode != 0:
                 raise RuntimeError(f"{name} exit {p.returncode}: {(outputs[name] or '')[-300:]}")
         stat1, bpf1 = cpu_times(), sched_bpf_costs(sched)
+        own1 = proc_cpu_ticks(sched.proc)
         point["window_s"] = round(time.time() - t0, 2)
+        if own0 is not None and own1 is not None:
+            # The scheduler's own userspace, in % of one CPU over the window.
+            point["sched_cpu_pct"] = 100.0 * (own1 - own0) / os.sysconf("SC_CLK_TCK") \
+                / point["window_s"]
         bios1 = ctx["referee"].snapshot()
         if bpf0 is not None and bpf1 is not None:
             # {program: [run_time_ns, runs]} over the window (kernel.bpf_stats).
@@ -402,6 +460,8 @@ def run_point(load, sched_name, ctx):
         if "hackbench" in procs:
             m = re.search(r"Time: ([\d.]+)", outputs["hackbench"])
             point["hackbench_s"] = float(m.group(1)) if m else None
+        if "probe" in procs:
+            point.update(parse_probe(outputs["probe"]))
         if "cyclictest" in procs:
             avg = [int(x) for x in re.findall(r"Avg:\s+(\d+)", outputs["cyclictest"])]
             mx = [int(x) for x in re.findall(r"Max:\s+(\d+)", outputs["cyclictest"])]
@@ -564,7 +624,8 @@ def main():
             n_fail += not point["ok"]
             figs = " ".join(f"{f}={point[f]:.1f}" for f in
                             ("iops", "p99_us", "local_share_pct", "cpu_ops_per_s",
-                             "hackbench_s", "wakeup_avg_us")
+                             "hackbench_s", "wakeup_avg_us", "probe_wake_p99_us",
+                             "sched_cpu_pct")
                             if isinstance(point.get(f), (int, float)))
             log(f"point {penalty} r{rep} {load:10s} {sched_name:12s} "
                 f"{'ok ' if point['ok'] else 'FAIL'} {time.time() - t0:5.1f}s {figs} "

@@ -88,6 +88,11 @@ FIGURES = {
     "hackbench_s": Figure("hackbench s", -1, "s"),
     "wakeup_avg_us": Figure("wakeup avg µs", -1, "us"),
     "wakeup_max_us": Figure("wakeup max µs", -1, "us"),
+    # BENCH_WAKE_PROBE: a fair task waking every 2 ms beside the I/O load.
+    "probe_wake_avg_us": Figure("fair wake avg µs", -1, "us"),
+    "probe_wake_p99_us": Figure("fair wake p99 µs", -1, "us"),
+    # The scheduler's own userspace process, % of one CPU (none for EEVDF).
+    "sched_cpu_pct": Figure("sched CPU %", -1, "pct"),
     # Derived from a point's "bpf" (kernel.bpf_stats) when load_raw reads it.
     "bpf_cpu_pct": Figure("BPF CPU %", -1, "pct"),
     "bpf_us_per_io": Figure("BPF µs/IO", -1, "us"),
@@ -97,10 +102,12 @@ FIGURES = {
 # columns (each figure takes two: its value and its ratio to EEVDF).
 FIGURE_GROUPS = {
     "io": [["iops", "p50_us", "p99_us"],
-           ["local_share_pct", "cpu_per_io_us", "idle_nodes_busy_pct"]],
+           ["local_share_pct", "cpu_per_io_us", "idle_nodes_busy_pct"],
+           ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]],
     "hog-io": [["iops", "p50_us", "p99_us"],
                ["local_share_pct", "cpu_per_io_us"],
-               ["cpu_ops_per_s", "idle_nodes_busy_pct"]],
+               ["cpu_ops_per_s", "idle_nodes_busy_pct"],
+               ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]],
     "cpu": [["cpu_ops_per_s", "idle_nodes_busy_pct"]],
     "hackbench": [["hackbench_s"]],
     "wakeup": [["wakeup_avg_us", "wakeup_max_us"]],
@@ -536,7 +543,13 @@ def answer_section(run):
 
 # ------------------------------------------------------------- all figures --
 def figure_groups(run, load):
-    return FIGURE_GROUPS.get(run.kind.get(load)) or [[MAIN_FIGURE.get(run.kind.get(load), "iops")]]
+    """The load's tables, each without the figures no point of the load has
+    (runs before a figure existed, or without the option that measures it)."""
+    groups = FIGURE_GROUPS.get(run.kind.get(load)) or \
+        [[MAIN_FIGURE.get(run.kind.get(load), "iops")]]
+    have = {f for p in run.points if p.get("load") == load for f in p if is_number(p.get(f))}
+    present = [[f for f in g if f in have] for g in groups]
+    return [g for g in present if g] or groups[:1]
 
 
 def figure_cell(run, penalty, load, sched, fig):
@@ -870,6 +883,10 @@ def synthetic_figures(rng, penalty, rep, load, sched):
         p["bios"] = p["ios"] = int(p["iops"] * 10)
         p["cpu_per_io_us"] = 30 / gain
         p["idle_nodes_busy_pct"] = 20 * gain
+        if load == "io-8":  # as BENCH_WAKE_PROBE=1 records it
+            p["probe_wake_avg_us"], p["probe_wake_p99_us"] = 150 / gain, 900 / gain
+            if sched != BASELINE:
+                p["sched_cpu_pct"] = 2.5
     if kind in ("hog-io", "cpu"):
         p["cpu_ops_per_s"] = 5000 * gain
         p["idle_nodes_busy_pct"] = min(100.0, 95 * gain)
@@ -967,7 +984,12 @@ def selftest_checks(outdir, md, plot_dir, written):
     failed = md_part(text, "## Failed points")
     expect("| 2.0 | 2 | io-4 | scx_rusty | " + md_escape(SELFTEST_ERROR) + " |" in failed,
            "the failed point is listed with its error")
-    expect("–" in md_part(text, "#### io-8 (8 fio jobs per device)"), "a null p50 prints as –")
+    io8 = md_part(text, "#### io-8 (8 fio jobs per device)")
+    expect("–" in io8, "a null p50 prints as –")
+    expect("fair wake p99 µs" in io8 and "| esn | 143 " in io8,
+           "the wake-up probe's table where the points have it (io-8)")
+    expect("fair wake" not in md_part(text, "#### io-4 (4 fio jobs per device)"),
+           "no empty probe table where no point has the probe (io-4)")
     pngs = [f"{stem}-{p}.png" for stem in ("iops-vs-jobs", "p99-vs-jobs", "locality-vs-jobs")
             for p in ("off", "2.0")] + ["threshold-learned-vs-oracle.png"]
     for png in pngs:
