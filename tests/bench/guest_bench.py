@@ -16,6 +16,8 @@ submitted it (tests/bench/bio-dev-node.bt), the guest's /proc/stat (CPU time per
 I/O, busy time of nodes without a device), stress-ng, hackbench and cyclictest.
 Only the threshold scx_esn learned comes from scx_esn itself (its --stats lines).
 The window of every figure is the same: from the end of fio's ramp to its end.
+One exception: the wake-up probe (BENCH_WAKE_PROBE) runs from fio's start, ramp
+included, as cyclictest starts with the load and has no ramp of its own.
 
 Writes RAW (JSON lines: one "meta", a "lab" line per penalty block, one
 "point" per measurement, "end" when done) for tests/bench/report.py. Never
@@ -57,7 +59,8 @@ BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
 # how long a task that is neither placed nor I/O-bound waits for a CPU while
 # the scheduler places the I/O jobs. Off by default: it takes a little CPU.
 WAKE_PROBE = os.environ.get("BENCH_WAKE_PROBE", "0") != "0"
-# The probe's histogram bound, µs: a wake-up later than this counts as this.
+# It covers the ramp too (see the docstring). The probe's histogram bound, µs:
+# a wake-up later than this counts as this.
 PROBE_HIST_US = 20000
 
 
