@@ -65,6 +65,15 @@ const volatile u64 io_idle_ns = 500ULL * 1000 * 1000;
 const volatile u64 io_steal_after_ns = 50ULL * 1000 * 1000;
 
 /*
+ * A placed task that wakes to find no idle CPU on its node preempts a CPU
+ * only if the task there has run this long; else it queues. Preempting at
+ * every I/O completion (0) starves the node's other tasks: at 8 fio jobs in
+ * the 2-node VM, ~1660 preemptions a second on 4 CPUs left fair tasks
+ * waiting 2-3 ms for a CPU and doubled fio's own p99.
+ */
+const volatile u64 io_preempt_after_ns = 1000ULL * 1000;
+
+/*
  * sched_ext's watchdog unloads us when a runnable task waits this long. The
  * steal delay and the rescue timer keep real waits far below it; 5 s (the
  * peers' choice) rather than the kernel's 30 s default so a bug here costs a
@@ -91,6 +100,18 @@ u32 nr_placed[ESN_MAX_NODES];
  * task holds would wait until that task yields.
  */
 u8 cpu_spared[ESN_MAX_CPUS];
+
+/*
+ * When the task on each CPU started running (ops.running), for
+ * io_preempt_after_ns. Per CPU: it is written at every context switch, and
+ * a shared array would bounce its cache line between the CPUs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} cpu_run_start SEC(".maps");
 
 /*
  * Per-node vtime clocks: the largest vtime a task started running with on
@@ -669,6 +690,22 @@ static bool cpu_preemptible_for_io(s32 cpu)
 }
 
 /*
+ * Has the task on @cpu run for io_preempt_after_ns? A start read from
+ * another CPU's clock may lie a little ahead of ours: that reads as "not
+ * yet", never as a huge run.
+ */
+static bool ran_long_enough(s32 cpu, u64 now)
+{
+	u32 zero = 0;
+	u64 *start;
+
+	if (!io_preempt_after_ns)
+		return true;
+	start = bpf_map_lookup_percpu_elem(&cpu_run_start, &zero, cpu);
+	return start && (s64)(now - *start) >= (s64)io_preempt_after_ns;
+}
+
+/*
  * A CPU of @node for a placed task that woke to find none idle: @prev_cpu if
  * it is the node's and may be preempted, else one other CPU of the node if
  * that one may, else a CPU of the node anyway (the task then queues there).
@@ -701,8 +738,11 @@ static s32 busy_cpu_on_node(struct task_struct *p, struct esn_sched_task *st,
  * runs a non-I/O task where it could), preempting that task. Each I/O
  * completion wakes the task, so waiting for a slice to end at every wake-up
  * would cap its IOPS; this costs a context switch instead, and the preempted
- * task is charged only what it ran. Wake-ups only: a placed task whose slice
- * ran out has just had the CPU and queues like anyone else.
+ * task is charged only what it ran. Not before that task has run
+ * io_preempt_after_ns, or the node's other tasks get no CPU between two
+ * completions; the placed task then queues, for any CPU of its node whose
+ * slice ends first. Wake-ups only: a placed task whose slice ran out has
+ * just had the CPU and queues like anyone else.
  *
  * Only this CPU: enqueue holds its runqueue lock, under which cpu_release
  * and ops.running write cpu_spared, so "not held by an RT task" stays true
@@ -718,7 +758,7 @@ static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
 	s32 cpu = scx_bpf_task_cpu(p);
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || node_of_cpu(cpu) != node ||
-	    !cpu_preemptible_for_io(cpu))
+	    !cpu_preemptible_for_io(cpu) || !ran_long_enough(cpu, sched_now()))
 		return false;
 	wait_on_node(p, st, node, enq_flags);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
@@ -1089,8 +1129,9 @@ void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
 /*
  * Note whether this CPU now runs a placed I/O task (preempt_for_io spares
  * those; written only when it changes, the array is shared by every CPU),
- * account how long the task waited for a CPU (the controller's contention
- * measure), start its run clock, and advance its node's vtime clock.
+ * and when it started (io_preempt_after_ns), account how long the task
+ * waited for a CPU (the controller's contention measure), start its run
+ * clock, and advance its node's vtime clock.
  */
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
@@ -1098,14 +1139,17 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 	struct esn_sched_task *st = sched_task(p);
 	u8 io = st && st->io_placed;
-	u64 now;
+	u64 now = sched_now(), *run_start;
+	u32 zero = 0;
 
+	run_start = bpf_map_lookup_elem(&cpu_run_start, &zero);
+	if (run_start)
+		*run_start = now;
 	if (spared && *spared != io)
 		*spared = io;
 	if (!st)
 		return;
 	st->woke_node_set = false;
-	now = sched_now();
 	account_wait(st, cpu, now);
 	st->running_at = now;
 	advance_clock(p, st, node_of_cpu(cpu));

@@ -369,6 +369,15 @@ pub struct SchedOpts {
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub io_steal_after_ms: u64,
 
+    /// A placed task that wakes to find every CPU of its node busy preempts
+    /// one only if the task there has run this long, else it waits for the
+    /// next CPU of its node to free up. 0 preempts at every wake-up, which
+    /// serves placed I/O first but leaves the node's other tasks little CPU.
+    #[arg(long, default_value_t = 1000, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000),
+          allow_negative_numbers = true)]
+    pub io_preempt_after_us: u64,
+
     /// Bytes of the kernel's debug dump to print when the scheduler fails.
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     pub exit_dump_len: u32,
@@ -631,6 +640,15 @@ mod tests {
             (&["--monitor", "1", "--threshold", "2"], "--threshold"),
             (&["--monitor", "1", "--stats", "1"], "--stats"),
             (&["--help-stats", "--slice-us", "200"], "--slice-us"),
+            (&["--io-preempt-after-us", "-1"], "--io-preempt-after-us"),
+            (
+                &["--io-preempt-after-us", "1000001"],
+                "--io-preempt-after-us",
+            ),
+            (
+                &["--io-preempt-after-us", "500", "observe"],
+                "--io-preempt-after-us",
+            ),
         ] {
             let line = refused(args);
             assert!(line.contains(says), "{args:?}: {line}");
@@ -659,6 +677,7 @@ mod tests {
         let opts = parse_from(["scx_esn", "--threshold", "2", "--stats", "1"]).unwrap();
         assert_eq!(opts.sched.threshold, Some(2));
         assert_eq!(opts.sched.slice_us, 5000);
+        assert_eq!(opts.sched.io_preempt_after_us, 1000);
         assert!(opts.command.is_none());
         let opts = parse_from(["scx_esn", "topology", "--json"]).unwrap();
         assert!(matches!(

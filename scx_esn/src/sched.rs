@@ -174,6 +174,7 @@ impl<'a> Scheduler<'a> {
         rodata.io_half_life_ns = opts.io_half_life_ms * 1_000_000;
         rodata.io_idle_ns = opts.io_idle_ms * 1_000_000;
         rodata.io_steal_after_ns = opts.io_steal_after_ms * 1_000_000;
+        rodata.io_preempt_after_ns = opts.io_preempt_after_us * 1000;
         rodata.nr_nodes = plan.nr_nodes;
         rodata.start_at_insert = hooks.starts_at_insert();
         for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
