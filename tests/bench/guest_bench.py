@@ -15,9 +15,9 @@ completion latency), a bpftrace referee counting every bio by the node that
 submitted it (tests/bench/bio-dev-node.bt), the guest's /proc/stat (CPU time per
 I/O, busy time of nodes without a device), stress-ng, hackbench and cyclictest.
 Only the threshold scx_esn learned comes from scx_esn itself (its --stats lines).
-The window of every figure is the same: from the end of fio's ramp to its end.
-One exception: the wake-up probe (BENCH_WAKE_PROBE) runs from fio's start, ramp
-included, as cyclictest starts with the load and has no ramp of its own.
+The window of every figure is the same: from the end of fio's ramp to its end
+(the wake-up probe, BENCH_WAKE_PROBE, is started when the ramp ends; before
+2026-11-26 it ran from fio's start, ramp included).
 
 Writes RAW (JSON lines: one "meta", a "lab" line per penalty block, one
 "point" per measurement, "end" when done) for tests/bench/report.py. Never
@@ -59,7 +59,7 @@ BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
 # how long a task that is neither placed nor I/O-bound waits for a CPU while
 # the scheduler places the I/O jobs. Off by default: it takes a little CPU.
 WAKE_PROBE = os.environ.get("BENCH_WAKE_PROBE", "0") != "0"
-# It covers the ramp too (see the docstring). The probe's histogram bound, µs:
+# The probe's histogram bound, µs:
 # a wake-up later than this counts as this.
 PROBE_HIST_US = 20000
 
@@ -403,10 +403,6 @@ def run_point(load, sched_name, ctx):
             procs["fio"] = subprocess.Popen(
                 fio_command(ctx["devices"], jobs, engine, iodepth, runtime, ramp, fio_json),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if WAKE_PROBE and kind in ("io", "hog-io"):
-            procs["probe"] = subprocess.Popen(probe_command(runtime + ramp),
-                                              stdout=subprocess.PIPE,
-                                              stderr=subprocess.STDOUT, text=True)
         if kind in ("hog-io", "cpu"):
             procs["hog"] = subprocess.Popen(hog_command(ncpus, runtime + ramp), stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, text=True)
@@ -420,6 +416,11 @@ def run_point(load, sched_name, ctx):
                  "-D", f"{runtime + ramp}", "--default-system"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(ramp)
+        if WAKE_PROBE and kind in ("io", "hog-io"):
+            # After the ramp, for fio's window and no longer.
+            procs["probe"] = subprocess.Popen(probe_command(runtime),
+                                              stdout=subprocess.PIPE,
+                                              stderr=subprocess.STDOUT, text=True)
         bios0 = ctx["referee"].snapshot()
         stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
         own0 = proc_cpu_ticks(sched.proc)
