@@ -59,8 +59,7 @@ BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
 # how long a task that is neither placed nor I/O-bound waits for a CPU while
 # the scheduler places the I/O jobs. Off by default: it takes a little CPU.
 WAKE_PROBE = os.environ.get("BENCH_WAKE_PROBE", "0") != "0"
-# The probe's histogram bound, µs:
-# a wake-up later than this counts as this.
+# The probe's histogram bound, µs: a wake-up later than this counts as this.
 PROBE_HIST_US = 20000
 
 

@@ -153,7 +153,7 @@ wait_attached() { # INDEX
 }
 
 run_version() { # BPFTRACE
-	local bt=$1 ver out pids=() i t0 last=blk-lat-node
+	local bt=$1 ver out pids=() i t0 late=
 	ver=$("$bt" --version | awk '{ print $2 }')
 	out=$work/$ver
 	mkdir -p "$out"
@@ -164,14 +164,13 @@ run_version() { # BPFTRACE
 	# So it starts once the others are up.
 	t0=$SECONDS
 	for i in "${!names[@]}"; do
-		[[ ${names[$i]} == "$last" ]] || start_script "$i"
+		if [[ ${names[$i]} == blk-lat-node ]]; then late=$i; else start_script "$i"; fi
 	done
 	for i in "${!names[@]}"; do
-		[[ ${names[$i]} == "$last" ]] || wait_attached "$i"
+		[[ $i == "$late" ]] || wait_attached "$i"
 	done
-	for i in "${!names[@]}"; do
-		[[ ${names[$i]} != "$last" ]] || { start_script "$i" && wait_attached "$i"; }
-	done
+	start_script "$late"
+	wait_attached "$late"
 	echo "    attached after $((SECONDS - t0)) s"
 	taskset -c "$cpu_a" fio --name=bt-scripts --filename="$file" --size=128M --direct=1 \
 		--rw=randread --bs=4k --ioengine=psync --numjobs=1 --time_based \
