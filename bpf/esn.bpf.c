@@ -240,9 +240,25 @@ static const struct cpumask *node_cpumask(u32 node)
 }
 
 /*
- * CPUs of @node that @p may use, in @p's scratch mask (@st is @p's state,
- * looked up once by the callback); NULL if none. Every placement goes
- * through here, which is what keeps taskset and cpusets honoured.
+ * The kernel's nr_cpu_ids, read once by ops.init. A task allowed on that
+ * many CPUs may use every CPU (a task's cpumask has no bits past it), so
+ * the wake-up path skips the cpumask kfuncs for it (up to three calls per
+ * wake-up), and nearly every task is such a task.
+ */
+static u32 cpu_ids_nr;
+
+static __always_inline bool task_runs_anywhere(struct task_struct *p)
+{
+	/* migrate_disable() narrows cpus_ptr, not nr_cpus_allowed. */
+	return cpu_ids_nr && p->nr_cpus_allowed >= cpu_ids_nr &&
+	       !is_migration_disabled(p);
+}
+
+/*
+ * CPUs of @node that @p may use: the node's mask itself for a task allowed
+ * everywhere, else their intersection in @p's scratch mask (@st is @p's
+ * state, looked up once by the callback); NULL if none. Every placement
+ * goes through here, which is what keeps taskset and cpusets honoured.
  */
 static const struct cpumask *task_node_cpus(struct task_struct *p,
 					    struct esn_sched_task *st, u32 node)
@@ -252,6 +268,8 @@ static const struct cpumask *task_node_cpus(struct task_struct *p,
 
 	if (!nmask || !st)
 		return NULL;
+	if (task_runs_anywhere(p))
+		return nmask;
 	scratch = st->scratch;
 	if (!scratch)
 		return NULL;
@@ -260,11 +278,23 @@ static const struct cpumask *task_node_cpus(struct task_struct *p,
 	return cast_mask(scratch);
 }
 
+/* May @p run on @cpu of @node (a CPU of that node)? */
+static __always_inline bool task_may_use_cpu(struct task_struct *p, s32 cpu,
+					     u32 node)
+{
+	if ((u32)cpu >= cpu_ids_nr || node_of_cpu(cpu) != node)
+		return false;
+	return task_runs_anywhere(p) || bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
 static bool task_allowed_on_node(struct task_struct *p, u32 node)
 {
 	const struct cpumask *nmask = node_cpumask(node);
 
-	return nmask && bpf_cpumask_intersects(nmask, p->cpus_ptr);
+	if (!nmask)
+		return false;
+	return task_runs_anywhere(p) ||
+	       bpf_cpumask_intersects(nmask, p->cpus_ptr);
 }
 
 static bool task_is_pinned(const struct task_struct *p)
@@ -409,23 +439,30 @@ static u8 choose_node(struct task_struct *p, u8 home)
 
 /*
  * Home node of @p if it is I/O-bound now, else ESN_NO_NODE. Hysteresis: a
- * task becomes I/O-bound at io_min_score but, once @placed, stays so down
- * to a quarter of it. A placed task that stalls for a few half-lives (CPU
- * contention, a slow device) would otherwise lose its slot, a spilled task
- * would take it, and the two would swap nodes over and over. Kernel threads
- * (writeback, journal) are left to the fair path: they serve everyone.
+ * task becomes I/O-bound at io_min_score but, once placed (@pl), stays so
+ * down to a quarter of it. A placed task that stalls for a few half-lives
+ * (CPU contention, a slow device) would otherwise lose its slot, a spilled
+ * task would take it, and the two would swap nodes over and over. Kernel
+ * threads (writeback, journal) are left to the fair path: they serve
+ * everyone.
  */
 static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io,
-			bool placed)
+			const struct esn_placement *pl)
 {
-	u64 bar = placed ? io_min_score / 4 : io_min_score;
+	u64 bar = pl ? io_min_score / 4 : io_min_score;
 	u8 home;
 
 	if (!io || (p->flags & PF_KTHREAD))
 		return ESN_NO_NODE;
 	if (io_score_now(io, io_clock_ns()) < (bar ? bar : 1))
 		return ESN_NO_NODE;
-	home = io_task_home_node(io);
+	/* Devices are registered once, before attach: a placed task still
+	 * voting for the device it was placed for has the same home, and its
+	 * wake-ups skip the device table. */
+	if (pl && io->vote_weight && io->vote_dev == pl->dev)
+		home = pl->home_node;
+	else
+		home = io_task_home_node(io);
 	if (home >= nr_nodes || !node_has_cpu(home))
 		return ESN_NO_NODE;
 	return home;
@@ -672,7 +709,7 @@ static s32 pick_idle_on_node(struct task_struct *p, struct esn_sched_task *st,
 
 	if (!cpus)
 		return -1;
-	if (prev_cpu >= 0 && bpf_cpumask_test_cpu(prev_cpu, cpus) &&
+	if (task_may_use_cpu(p, prev_cpu, node) &&
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu))
 		return prev_cpu;
 	cpu = scx_bpf_pick_idle_cpu(cpus, SCX_PICK_IDLE_CORE);
@@ -686,7 +723,7 @@ static bool cpu_preemptible_for_io(s32 cpu)
 {
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 
-	return spared && !*spared && cpu < scx_bpf_nr_cpu_ids();
+	return spared && !*spared && cpu < cpu_ids_nr;
 }
 
 /*
@@ -721,11 +758,11 @@ static s32 busy_cpu_on_node(struct task_struct *p, struct esn_sched_task *st,
 
 	if (!cpus)
 		return prev_cpu;
-	prev_on_node = bpf_cpumask_test_cpu(prev_cpu, cpus);
+	prev_on_node = task_may_use_cpu(p, prev_cpu, node);
 	if (prev_on_node && cpu_preemptible_for_io(prev_cpu))
 		return prev_cpu;
 	cpu = bpf_cpumask_any_distribute(cpus);
-	if (cpu >= scx_bpf_nr_cpu_ids())
+	if (cpu >= cpu_ids_nr)
 		return prev_cpu;
 	if (cpu_preemptible_for_io(cpu) || !prev_on_node)
 		return cpu;
@@ -1278,6 +1315,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
 	u32 node, zero = 0;
 	s32 err;
 
+	cpu_ids_nr = scx_bpf_nr_cpu_ids();
 	bpf_for(node, 0, nr_nodes) {
 		if (!node_has_cpu(node))
 			continue;
