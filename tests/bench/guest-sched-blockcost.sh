@@ -27,6 +27,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/bench/tracers.sh
+. "$here/tracers.sh"
 bin=${ESN_BIN:-$repo/target/release/scx_esn}
 out=${ESN_OUTDIR:?run through tests/vm/run-in-vm.sh}
 runtime=${ESN_COST_SECONDS:-20}
@@ -54,11 +56,7 @@ sysctl -qw kernel.bpf_stats_enabled=1 || fail "cannot set kernel.bpf_stats_enabl
 
 "$bin" --no-state >"$out/sched.log" 2>&1 &
 sched_pid=$!
-bpftrace -B line "$here/biolatency-baseline.bt" >"$out/bt.out" 2>"$out/bt.err" &
-bt_pid=$!
-bpftrace -B line -e 'BEGIN { printf("esn-bench: attached\n"); }
-	tracepoint:block:block_rq_issue { }' >"$out/floor.out" 2>"$out/floor.err" &
-floor_pid=$!
+start_bpftrace_pair "$out/bt.out" "$out/bt.err" "$out/floor.out" "$out/floor.err"
 
 # bpftrace may run BEGIN before its probes are attached: wait for its programs.
 progs_of() { python3 "$here/bpfcost.py" "$1" | awk '{print $3}'; }

@@ -32,6 +32,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/bench/tracers.sh
+. "$here/tracers.sh"
 repo=$(cd "$here/../.." && pwd)
 bin=${ESN_BIN:-$repo/target/release/scx_esn}
 bt_script=$here/biolatency-baseline.bt
@@ -141,11 +143,7 @@ say "starting scx_esn observe (--device $disk, ${obs_secs}s) and bpftrace"
 "$bin" observe --json --interval 1 --duration "$obs_secs" --device "$disk" \
 	>"$obs_out" 2>"$obs_err" &
 obs_pid=$!
-bpftrace -B line "$bt_script" >"$bt_out" 2>"$bt_err" &
-bt_pid=$!
-bpftrace -B line -e 'BEGIN { printf("esn-bench: attached\n"); }
-	tracepoint:block:block_rq_issue { }' >"$floor_out" 2>"$floor_err" &
-floor_pid=$!
+start_bpftrace_pair "$bt_out" "$bt_err" "$floor_out" "$floor_err"
 
 # observe's --duration runs from its "observing block I/O" line.
 obs_t0=
