@@ -76,24 +76,28 @@ for _ in $(seq 1 300); do
 done
 ((ready)) || fail "not all three attached within 150 s"
 
+# Each process's program accounting, one file per process: TAG.WHEN.
+snapshot() { # WHEN
+	python3 "$here/bpfcost.py" "$sched_pid" "$out/sched.$1" >/dev/null || fail "scx_esn gone ($1 fio)"
+	python3 "$here/bpfcost.py" "$bt_pid" "$out/bt.$1" >/dev/null || fail "bpftrace gone ($1 fio)"
+	python3 "$here/bpfcost.py" "$floor_pid" "$out/floor.$1" >/dev/null || fail "floor gone ($1 fio)"
+}
 # What ran before fio (attach, the tools' own start-up I/O) is taken off.
-python3 "$here/bpfcost.py" "$sched_pid" "$out/sched.before" >/dev/null || fail "scx_esn gone"
-python3 "$here/bpfcost.py" "$bt_pid" "$out/bt.before" >/dev/null || fail "bpftrace gone"
-python3 "$here/bpfcost.py" "$floor_pid" "$out/floor.before" >/dev/null || fail "floor gone"
+snapshot before
 
 fio --name=sched-blockcost --filename="/dev/$dev" --direct=1 --rw=randread \
 	--bs=4k --ioengine=psync --numjobs=1 --time_based --runtime="$runtime" \
 	--output-format=json --output="$out/fio.json" || fail "fio failed"
 
-python3 "$here/bpfcost.py" "$sched_pid" "$out/sched.after" >/dev/null || fail "scx_esn exited during the run"
-python3 "$here/bpfcost.py" "$bt_pid" "$out/bt.after" >/dev/null || fail "bpftrace exited during the run"
-python3 "$here/bpfcost.py" "$floor_pid" "$out/floor.after" >/dev/null || fail "floor exited during the run"
+snapshot after
 
-python3 - "$out" "$dev" "$runtime" >"$out/sched-blockcost.txt" <<'EOF' || fail "report failed"
+python3 - "$out" "$dev" "$runtime" "$here" >"$out/sched-blockcost.txt" <<'EOF' || fail "report failed"
 import json
 import sys
 
 out, dev, runtime = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from bpfcost import cost_delta  # noqa: E402
 # Targets of issue 16, as ratios to bpftrace.
 max_run_ratio, max_req_ratio = 0.5, 0.6
 
@@ -110,9 +114,7 @@ def progs(path):
 
 
 def delta(tool):
-    before, after = progs(f"{out}/{tool}.before"), progs(f"{out}/{tool}.after")
-    return {n: [ns - before.get(n, [0, 0])[0], cnt - before.get(n, [0, 0])[1]]
-            for n, (ns, cnt) in after.items() if cnt > before.get(n, [0, 0])[1]}
+    return cost_delta(progs(f"{out}/{tool}.before"), progs(f"{out}/{tool}.after"))
 
 
 # scx_esn's block side: the programs on block tracepoints (blkobs.bpf.h,
