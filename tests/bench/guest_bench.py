@@ -50,6 +50,7 @@ WORK = os.environ.get("ESN_WORK", "/tmp/esn-work")
 ESN = os.path.join(REPO, "target/release/scx_esn")
 LAB = os.path.join(REPO, "tests/lab/remote-penalty")
 PEERS = os.path.join(REPO, "build/peers/bin")
+FLOOR = os.path.join(REPO, "target/release/esn-scx-floor")
 BT_SCRIPT = os.path.join(REPO, "tests/bench/bio-dev-node.bt")
 # Time every BPF program run (kernel.bpf_stats_enabled) to report what each
 # scheduler's programs cost. All schedulers pay the timing alike, EEVDF only
@@ -197,6 +198,9 @@ def sched_command(name):
         # Another build of scx_esn (BENCH_ESN_BASE), learning too: a change's
         # before and after, side by side in one boot.
         return [os.environ["BENCH_ESN_BASE"]] + LEARNING_ARGS
+    if name == "floor":
+        # sched_ext with no BPF callbacks (tests/floor): the cost of sched_ext itself.
+        return [FLOOR]
     m = re.fullmatch(r"esn-t(\d+)", name)
     if m:
         return [ESN, "--threshold", m.group(1), "--stats", "1"]
@@ -218,7 +222,7 @@ class Scheduler:
         t0 = time.time()
         self.proc = subprocess.Popen(cmd, stdout=open(self.out, "w"), stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
-        want = "esn" if name.startswith("esn") else name.removeprefix("scx_")
+        want = "esn" if name.startswith("esn") or name == "floor" else name.removeprefix("scx_")
         while time.time() - t0 < 120:
             if sx_state() == "enabled" and sx_ops().startswith(want):
                 self.load_s = time.time() - t0

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The NUMA benchmark: boots the lab VM (tests/vm) once per topology and, in
-# that boot, runs EEVDF, scx_esn (learned), scx_esn --threshold 1..C (the
-# oracle sweep; C = CPUs of the device's node) and the sched_ext peers
+# that boot, runs EEVDF, the sched_ext floor (tests/floor: no BPF callbacks;
+# smoke and quick runs),
+# scx_esn (learned), scx_esn --threshold 1..C (the oracle sweep; C = CPUs of
+# the device's node) and the sched_ext peers
 # (tests/bench/peers.sh) on the same loads, interleaved, with the NUMA lab's
 # remote penalty off or on (tests/lab). See tests/bench/README.md.
 #
@@ -30,7 +32,7 @@ die() { echo "numa-bench: $*" >&2; exit 2; }
 say() { echo "numa-bench: $*"; }
 
 [[ $(id -u) == 0 ]] || die "needs root (qemu with /dev files, BPF inside the guest)"
-for f in target/release/scx_esn target/release/esn-remote-penalty; do
+for f in target/release/scx_esn target/release/esn-remote-penalty target/release/esn-scx-floor; do
 	[[ -x $repo/$f ]] || die "no $f: run 'make build' first"
 done
 
@@ -40,19 +42,20 @@ if [[ ${BENCH_SMOKE:-0} == 1 ]]; then
 	defaults() { # TOPOLOGY
 		d_penalties="2.0" d_light="" d_loads="io-2" d_repeats=1 d_runtime=4 d_ramp=1
 		# Every way scx_esn can run, --objective throughput included, loads and runs.
-		d_scheds="eevdf esn esn-tput oracle scx_bpfland scx_rusty scx_cosmos"
+		d_scheds="eevdf floor esn esn-tput oracle scx_bpfland scx_rusty scx_cosmos"
 	}
 elif [[ ${BENCH_QUICK:-0} == 1 ]]; then
 	mode=quick topologies=${BENCH_TOPOLOGIES:-2n} timeout=3600
 	defaults() {
 		d_penalties="2.0" d_light="" d_loads="io-1 io-2 io-4 io-8 hog-io-4 cpu wakeup"
 		d_repeats=1 d_runtime=8 d_ramp=2
-		d_scheds="eevdf esn oracle scx_bpfland scx_rusty scx_cosmos"
+		d_scheds="eevdf floor esn oracle scx_bpfland scx_rusty scx_cosmos"
 	}
 else
 	mode=full topologies=${BENCH_TOPOLOGIES:-2n 4n} timeout=14400
 	defaults() {
 		d_repeats=3 d_runtime=10 d_ramp=2 d_light=""
+		# Not the floor: an 8th scheduler would take the run past 3 hours.
 		d_scheds="eevdf esn oracle scx_bpfland scx_rusty scx_cosmos"
 		if [[ $1 == 2n ]]; then
 			d_penalties="off 2.0" d_light="1.1"

@@ -122,6 +122,8 @@ BASELINE = "eevdf"
 LEARNED = "esn"
 BASE_BUILD = "esn-base"  # another scx_esn build beside LEARNED (BENCH_ESN_BASE)
 THROUGHPUT = "esn-tput"  # the same build, learning with --objective throughput
+# sched_ext with no BPF callbacks (tests/floor): what sched_ext itself costs.
+FLOOR = "floor"
 
 
 def fmt_number(unit, v):
@@ -380,6 +382,9 @@ def sched_label(run, sched):
         return "esn (scx_esn, learning its threshold)"
     if sched == THROUGHPUT:
         return "esn-tput (scx_esn, learning for throughput: --objective throughput)"
+    if sched == FLOOR:
+        return ("floor (sched_ext with no BPF callbacks, tests/floor: the kernel's built-in "
+                "idle pick and one global FIFO; what running under sched_ext costs by itself)")
     if sched == BASE_BUILD:
         return f"esn-base (another scx_esn build, learning: {run.meta.get('esn_base')})"
     if static_threshold(sched):
@@ -458,8 +463,10 @@ def verdict(run, penalty, loads, fig):
 
 def ratio_tables(run, penalty, loads):
     # esn-base, when run, is the same scheduler's other build: its column is
-    # a change's after ÷ before.
-    others = [o for o in [BASELINE, BASE_BUILD, THROUGHPUT] + run.peers if o in run.scheds]
+    # a change's after ÷ before. The floor's column is what scx_esn's policy
+    # and BPF cost above sched_ext's own.
+    others = [o for o in [BASELINE, FLOOR, BASE_BUILD, THROUGHPUT] + run.peers
+              if o in run.scheds]
     header = ["load"] + [f"vs {'EEVDF' if o == BASELINE else o}" for o in others]
     lines = []
     for fig, note in (("iops", "above 1 is better"), ("p99_us", "below 1 is better")):
@@ -850,11 +857,11 @@ def report(raw, out_md, plot_dir, command=None):
 
 
 # ------------------------------------------------------------------ selftest --
-SELFTEST_SCHEDS = ["eevdf", "esn", "esn-t1", "esn-t2", "scx_bpfland", "scx_rusty", "scx_cosmos"]
+SELFTEST_SCHEDS = ["eevdf", "floor", "esn", "esn-t1", "esn-t2", "scx_bpfland", "scx_rusty", "scx_cosmos"]
 SELFTEST_LOADS = ["io-1", "io-2", "io-4", "io-8", "hog-io-4", "cpu", "hackbench", "wakeup"]
 # How much better than EEVDF each scheduler does, before noise: threshold 1
 # is the best while the jobs fit node 1's two CPUs, threshold 2 after.
-SELFTEST_GAIN = {"eevdf": 1.0, "esn": 1.08, "esn-t1": (1.06, 0.97), "esn-t2": (1.02, 1.07),
+SELFTEST_GAIN = {"eevdf": 1.0, "floor": 0.9, "esn": 1.08, "esn-t1": (1.06, 0.97), "esn-t2": (1.02, 1.07),
                  "scx_bpfland": 0.95, "scx_rusty": 1.02, "scx_cosmos": 0.98}
 # Known answers the self-test checks.
 SELFTEST_IOPS = {("2.0", "io-1", "eevdf"): [1000, 1000, 1000],
@@ -896,7 +903,9 @@ def synthetic_figures(rng, penalty, rep, load, sched):
         p["wakeup_avg_us"], p["wakeup_max_us"] = 80 / gain, 3000 / gain
     if sched != BASELINE:
         p["window_s"] = 10.0
-        # 200 ns per enqueue for every scheduler, and scx_esn's block hook.
+    if sched not in (BASELINE, FLOOR):
+        # 200 ns per enqueue for every scheduler but the floor (which runs no
+        # BPF), and scx_esn's block hook.
         p["bpf"] = {f"{sched.split('_')[-1]}_enqueue": [200 * 50000, 50000]}
         if sched.startswith("esn"):
             p["bpf"]["esn_block_rq_complete"] = [4000 * 10000, 10000]
@@ -973,12 +982,16 @@ def selftest_checks(outdir, md, plot_dir, written):
     expect("| io-1 | 1.10x |" in fit, "esn 1100 vs EEVDF 1000 in every repeat: 1.10x (2.0, io-1)")
     expect("| io-4 |" not in fit and "| hog-io-4 |" not in fit, "4 jobs do not fit two CPUs")
     off = md_part(text, "### With the lab off: what locality costs")
+    expect("| load | vs EEVDF | vs floor | vs scx_bpfland |" in off,
+           "the floor's column follows EEVDF's in the ratio tables")
+    expect("floor (sched_ext with no BPF callbacks" in text, "the floor is named for what it is")
     expect("| io-2 | 1.10x [0.90–1.20] |" in off,
            "per-repeat ratios 1.2, 0.9, 1.1: 1.10x [0.90–1.20], not the 0.90x of the medians")
     bpf = md_part(text, "## BPF cost")
     expect("| enqueue | 200 (" in bpf, "the enqueue row lines up across schedulers: 200 ns")
-    expect("| block_rq_complete | 4000 (" in bpf and "| – |" in bpf,
-           "esn's block hook: 4000 ns, '–' for the peers")
+    block_row = next((ln for ln in bpf.splitlines() if ln.startswith("| block_rq_complete |")), "")
+    expect("| 4000 (" in block_row and "| – |" in block_row,
+           "esn's block hook: 4000 ns, '–' for the peers and the floor")
     # esn at 2.0, io-1: 10 + 40 ms of BPF in 10 s on 4 CPUs, 11000 I/Os.
     expect("| lab at 2.0 | io-1 | 0.12 % · 4.5 µs/IO |" in bpf, "BPF CPU % and µs/IO")
     failed = md_part(text, "## Failed points")
@@ -986,7 +999,7 @@ def selftest_checks(outdir, md, plot_dir, written):
            "the failed point is listed with its error")
     io8 = md_part(text, "#### io-8 (8 fio jobs per device)")
     expect("–" in io8, "a null p50 prints as –")
-    expect("fair wake p99 µs" in io8 and "| esn | 143 " in io8,
+    expect("fair wake p99 µs" in io8 and re.search(r"^\| esn \| \d+ \[", io8, re.M),
            "the wake-up probe's table where the points have it (io-8)")
     expect("fair wake" not in md_part(text, "#### io-4 (4 fio jobs per device)"),
            "no empty probe table where no point has the probe (io-4)")
