@@ -421,6 +421,13 @@ def header_section(run, command):
         lines.append(f"- Boots: {run.boots}. The guest died {run.boots - 1} time(s) of the "
                      "emulator's text-poke race at a scheduler load or unload; each boot "
                      "resumed after the last recorded point, with the lab calibrated again.")
+    if meta.get("bpf_stats"):
+        lines.append("- BPF stats on (kernel.bpf_stats_enabled): the kernel times every run of "
+                     "every BPF program, so the schedulers that run BPF pay for the measurement "
+                     "and EEVDF and the floor do not. In the 2-node VM that cost scx_esn about "
+                     "a tenth of its IOPS at 4 jobs (lab off, 2026-11-26: 0.75x EEVDF with "
+                     "stats, 0.84x without); `BENCH_BPF_STATS=0` for IOPS and latency "
+                     "verdicts.")
     if command:
         lines.append(f"- Command: `{command}`")
     return lines + [""]
@@ -922,7 +929,7 @@ def synthetic_raw(path):
               "started": "2026-01-01T10:00:00+00:00", "nodes": nodes,
               "devices": [{"name": "nvme0n1", "node": 1}], "schedulers": SELFTEST_SCHEDS,
               "loads": SELFTEST_LOADS, "penalties": ["off", "2.0"], "light_penalties": [],
-              "repeats": 3, "runtime_s": 10, "ramp_s": 2, "mode": "full",
+              "repeats": 3, "runtime_s": 10, "ramp_s": 2, "mode": "full", "bpf_stats": True,
               "peers": {"scx_bpfland": "1.1.4", "scx_rusty": "1.1.4", "scx_cosmos": "1.1.7"}}]
     for pi, penalty in enumerate(["off", "2.0"]):
         for rep in (1, 2, 3):
@@ -985,6 +992,8 @@ def selftest_checks(outdir, md, plot_dir, written):
     expect("| load | vs EEVDF | vs floor | vs scx_bpfland |" in off,
            "the floor's column follows EEVDF's in the ratio tables")
     expect("floor (sched_ext with no BPF callbacks" in text, "the floor is named for what it is")
+    expect("- BPF stats on (kernel.bpf_stats_enabled)" in text,
+           "a run with BPF stats on says what they cost the BPF schedulers")
     expect("| io-2 | 1.10x [0.90–1.20] |" in off,
            "per-repeat ratios 1.2, 0.9, 1.1: 1.10x [0.90–1.20], not the 0.90x of the medians")
     bpf = md_part(text, "## BPF cost")
