@@ -53,8 +53,10 @@ PEERS = os.path.join(REPO, "build/peers/bin")
 FLOOR = os.path.join(REPO, "target/release/esn-scx-floor")
 BT_SCRIPT = os.path.join(REPO, "tests/bench/bio-dev-node.bt")
 # Time every BPF program run (kernel.bpf_stats_enabled) to report what each
-# scheduler's programs cost. All schedulers pay the timing alike, EEVDF only
-# for the referee's and the lab's programs.
+# scheduler's programs cost. The timing itself costs: the BPF schedulers pay
+# it at every callback, EEVDF and the floor only in the referee's and the
+# lab's programs (about a tenth of scx_esn's IOPS at 4 jobs in the 2-node
+# VM), so IOPS and latency verdicts want BENCH_BPF_STATS=0.
 BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
 # Beside every I/O load, one fair task that wakes every 2 ms (cyclictest):
 # how long a task that is neither placed nor I/O-bound waits for a CPU while
