@@ -94,13 +94,10 @@ const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
 u32 nr_placed[ESN_MAX_NODES];
 
 /*
- * CPUs preempt_for_io must leave alone: they run an I/O-bound task, placed
- * or not (written in ops.running), or a higher class holds them
- * (ops.cpu_release; the next ops.running rewrites it). An I/O-bound task
- * gives its CPU up at its next request anyway; preempting it buys a context
- * switch and little else (at 8 fio jobs on 4 CPUs, most preemptions hit
- * another fio job). A task put on the local queue of a CPU an RT task holds
- * would wait until that task yields.
+ * CPUs preempt_for_io must leave alone: they run a placed I/O task (written
+ * in ops.running), or a higher class holds them (ops.cpu_release; the next
+ * ops.running rewrites it). A task put on the local queue of a CPU an RT
+ * task holds would wait until that task yields.
  */
 u8 cpu_spared[ESN_MAX_CPUS];
 
@@ -160,7 +157,6 @@ struct esn_sched_task {
 	u64 runnable_at; /* became runnable (woke or was preempted); 0: running */
 	u64 running_at;	 /* started its current run */
 	bool io_placed;	 /* placed at its last wake-up or enqueue */
-	bool io_bound;	 /* I/O-bound then, placed or not (it found no slot) */
 	bool woke_node_set; /* select_cpu's woke_node awaits its enqueue */
 	u8 woke_node;	 /* task_io_node() at select_cpu (ESN_NO_NODE: fair) */
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
@@ -490,8 +486,6 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 	if (!st || st->io_placed)
 		pl = bpf_map_lookup_elem(&placements, &tid);
 	home = io_bound_home(p, io, pl);
-	if (st)
-		st->io_bound = home != ESN_NO_NODE;
 	if (pl) {
 		node = pl->node;
 		bool shed = node_over_threshold(node);
@@ -1170,7 +1164,7 @@ void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * Note whether this CPU now runs an I/O-bound task (preempt_for_io spares
+ * Note whether this CPU now runs a placed I/O task (preempt_for_io spares
  * those; written only when it changes, the array is shared by every CPU),
  * and when it started (io_preempt_after_ns), account how long the task
  * waited for a CPU (the controller's contention measure), start its run
@@ -1181,7 +1175,7 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 	struct esn_sched_task *st = sched_task(p);
-	u8 io = st && (st->io_placed || st->io_bound);
+	u8 io = st && st->io_placed;
 	u64 now = sched_now(), *run_start;
 	u32 zero = 0;
 
