@@ -864,12 +864,14 @@ def report(raw, out_md, plot_dir, command=None):
 
 
 # ------------------------------------------------------------------ selftest --
-SELFTEST_SCHEDS = ["eevdf", "floor", "esn", "esn-t1", "esn-t2", "scx_bpfland", "scx_rusty", "scx_cosmos"]
+SELFTEST_SCHEDS = ["eevdf", "floor", "esn", "esn-t1", "esn-t2", "scx_bpfland", "scx_rusty",
+                   "scx_cosmos"]
 SELFTEST_LOADS = ["io-1", "io-2", "io-4", "io-8", "hog-io-4", "cpu", "hackbench", "wakeup"]
 # How much better than EEVDF each scheduler does, before noise: threshold 1
 # is the best while the jobs fit node 1's two CPUs, threshold 2 after.
-SELFTEST_GAIN = {"eevdf": 1.0, "floor": 0.9, "esn": 1.08, "esn-t1": (1.06, 0.97), "esn-t2": (1.02, 1.07),
-                 "scx_bpfland": 0.95, "scx_rusty": 1.02, "scx_cosmos": 0.98}
+SELFTEST_GAIN = {"eevdf": 1.0, "floor": 0.9, "esn": 1.08, "esn-t1": (1.06, 0.97),
+                 "esn-t2": (1.02, 1.07), "scx_bpfland": 0.95, "scx_rusty": 1.02,
+                 "scx_cosmos": 0.98}
 # Known answers the self-test checks.
 SELFTEST_IOPS = {("2.0", "io-1", "eevdf"): [1000, 1000, 1000],
                  ("2.0", "io-1", "esn"): [1100, 1100, 1100],
