@@ -38,6 +38,11 @@
 
 char _license[] SEC("license") = "GPL";
 
+/* Priorities below this are RT, deadline and stop tasks (sched/prio.h). */
+#ifndef MAX_RT_PRIO
+#define MAX_RT_PRIO 100
+#endif
+
 UEI_DEFINE(uei);
 
 /*
@@ -94,10 +99,13 @@ const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
 u32 nr_placed[ESN_MAX_NODES];
 
 /*
- * CPUs preempt_for_io must leave alone: they run a placed I/O task (written
- * in ops.running), or a higher class holds them (ops.cpu_release; the next
- * ops.running rewrites it). A task put on the local queue of a CPU an RT
- * task holds would wait until that task yields.
+ * CPUs preempt_for_io must leave alone: they run an I/O-bound task, placed
+ * or not (written in ops.running), or a higher class holds them
+ * (ops.cpu_release; the next ops.running rewrites it). An I/O-bound task
+ * gives its CPU up at its next request anyway; preempting it buys a context
+ * switch and little else (at 8 fio jobs on 4 CPUs, most preemptions hit
+ * another fio job). A task put on the local queue of a CPU an RT task holds
+ * would wait until that task yields.
  */
 u8 cpu_spared[ESN_MAX_CPUS];
 
@@ -157,6 +165,7 @@ struct esn_sched_task {
 	u64 runnable_at; /* became runnable (woke or was preempted); 0: running */
 	u64 running_at;	 /* started its current run */
 	bool io_placed;	 /* placed at its last wake-up or enqueue */
+	bool io_bound;	 /* I/O-bound then, placed or not (it found no slot) */
 	bool woke_node_set; /* select_cpu's woke_node awaits its enqueue */
 	u8 woke_node;	 /* task_io_node() at select_cpu (ESN_NO_NODE: fair) */
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
@@ -486,6 +495,8 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 	if (!st || st->io_placed)
 		pl = bpf_map_lookup_elem(&placements, &tid);
 	home = io_bound_home(p, io, pl);
+	if (st)
+		st->io_bound = home != ESN_NO_NODE;
 	if (pl) {
 		node = pl->node;
 		bool shed = node_over_threshold(node);
@@ -718,12 +729,29 @@ static s32 pick_idle_on_node(struct task_struct *p, struct esn_sched_task *st,
 	return scx_bpf_pick_idle_cpu(cpus, 0);
 }
 
+/*
+ * Does an RT or deadline task (or the stop class) hold @cpu now? cpu_spared
+ * alone can be stale for such a CPU: cpu_release runs only when sched_ext
+ * hands the CPU to a higher class, not when the RT task takes it back from
+ * the idle task after RT throttling's window, in which a fair task may have
+ * run there and had ops.running clear the flag. A task put on that CPU's
+ * local queue would wait out the RT task (fio's max latency of 960 ms beside
+ * an RT spinner, VM fairness test R).
+ */
+static bool cpu_held_by_higher_class(s32 cpu)
+{
+	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
+
+	return curr && curr->prio < MAX_RT_PRIO;
+}
+
 /* Can @cpu be preempted for a placed task (see cpu_spared)? */
 static bool cpu_preemptible_for_io(s32 cpu)
 {
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 
-	return spared && !*spared && cpu < cpu_ids_nr;
+	return spared && !*spared && cpu < cpu_ids_nr &&
+	       !cpu_held_by_higher_class(cpu);
 }
 
 /*
@@ -772,17 +800,17 @@ static s32 busy_cpu_on_node(struct task_struct *p, struct esn_sched_task *st,
 /*
  * A placed task woke and no CPU of @node is idle: put it straight on the
  * local queue of the node CPU it is enqueued on (select_cpu chose one that
- * runs a non-I/O task where it could), preempting that task. Each I/O
- * completion wakes the task, so waiting for a slice to end at every wake-up
- * would cap its IOPS; this costs a context switch instead, and the preempted
- * task is charged only what it ran. Not before that task has run
+ * runs a task that is not I/O-bound where it could), preempting that task.
+ * Each I/O completion wakes the task, so waiting for a slice to end at every
+ * wake-up would cap its IOPS; this costs a context switch instead, and the
+ * preempted task is charged only what it ran. Not before that task has run
  * io_preempt_after_ns, or the node's other tasks get no CPU between two
  * completions; the placed task then queues, for any CPU of its node whose
  * slice ends first. Wake-ups only: a placed task whose slice ran out has
  * just had the CPU and queues like anyone else.
  *
- * Only this CPU: enqueue holds its runqueue lock, under which cpu_release
- * and ops.running write cpu_spared, so "not held by an RT task" stays true
+ * Only this CPU: enqueue holds its runqueue lock, so "not held by an RT
+ * task" (cpu_preemptible_for_io reads the current task itself) stays true
  * until the insert lands. An insert into another CPU's local queue is
  * carried out later, under that CPU's lock; an RT task that took that CPU
  * in between has already had cpu_release empty its queue, and the task
@@ -1164,7 +1192,7 @@ void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * Note whether this CPU now runs a placed I/O task (preempt_for_io spares
+ * Note whether this CPU now runs an I/O-bound task (preempt_for_io spares
  * those; written only when it changes, the array is shared by every CPU),
  * and when it started (io_preempt_after_ns), account how long the task
  * waited for a CPU (the controller's contention measure), start its run
@@ -1175,7 +1203,7 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 	struct esn_sched_task *st = sched_task(p);
-	u8 io = st && st->io_placed;
+	u8 io = st && (st->io_placed || st->io_bound);
 	u64 now = sched_now(), *run_start;
 	u32 zero = 0;
 
