@@ -103,6 +103,16 @@ pub enum Command {
     /// root observes block I/O itself (observe mode, blk-mq only) and says
     /// so. Keys: q quit, ? help, tab view, s sort, p pause, +/- refresh.
     Top(TopOpts),
+    /// Put back the CPU frequency limits (scaling_max_freq) that a --dvfs run
+    /// lowered and could not restore itself (it was killed with SIGKILL, or
+    /// a CPU was offline at exit), from the record that run wrote before its
+    /// first change; then remove the record. Root. Nothing to do is not an
+    /// error.
+    RestoreFreq {
+        /// The record (as given to --dvfs-record).
+        #[arg(long, value_name = "FILE", default_value = esn_power::cpufreq::DEFAULT_RECORD_FILE)]
+        record: PathBuf,
+    },
     /// Print a completion script for SHELL on stdout (e.g. `scx_esn
     /// completions bash > /etc/bash_completion.d/scx_esn`; `make install`
     /// installs them).
@@ -339,6 +349,39 @@ pub struct SchedOpts {
     #[arg(long, value_name = "ADDR:PORT", value_parser = crate::prom::parse_listen,
           conflicts_with = "monitor")]
     pub prometheus: Option<std::net::SocketAddr>,
+
+    /// Lower a node's CPU frequency while its block devices are saturated:
+    /// every --dvfs-interval-ms, a node whose busiest device was busy for at
+    /// least --dvfs-util-pct of the interval (io_ticks) gets its CPUs'
+    /// scaling_max_freq one step lower; below that, the limits they had at
+    /// start come back at once. The limits are put back on every exit; after
+    /// a SIGKILL, `scx_esn restore-freq`. Where cpufreq is absent (a VM) it
+    /// says so once and stays off.
+    #[arg(long)]
+    pub dvfs: bool,
+
+    /// How often --dvfs samples the devices, in milliseconds (10-10000).
+    #[arg(long, default_value_t = 100, value_name = "MS", requires = "dvfs",
+          value_parser = clap::value_parser!(u64).range(10..=10_000))]
+    pub dvfs_interval_ms: u64,
+
+    /// Device utilisation, in percent of the interval, at which --dvfs
+    /// steps a node's CPUs down (1-100).
+    #[arg(long, default_value_t = 99, value_name = "PCT", requires = "dvfs",
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub dvfs_util_pct: u8,
+
+    /// One --dvfs step in MHz, where the cpufreq driver lists no frequency
+    /// table (intel_pstate, amd-pstate); with a table, a step is the next
+    /// lower frequency in it.
+    #[arg(long, default_value_t = 100, value_name = "MHZ", requires = "dvfs",
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub dvfs_step_mhz: u64,
+
+    /// Where --dvfs keeps the limits it found, while any is lowered.
+    #[arg(long, value_name = "FILE", requires = "dvfs",
+          default_value = esn_power::cpufreq::DEFAULT_RECORD_FILE)]
+    pub dvfs_record: PathBuf,
 
     /// Time slice in microseconds.
     #[arg(long, default_value_t = 5000, value_name = "US",
@@ -586,6 +629,29 @@ mod tests {
         assert!(err.use_stderr(), "{err}");
         assert_eq!(err.exit_code(), 2);
         one_line(&err)
+    }
+
+    #[test]
+    fn dvfs_options_need_dvfs_and_sane_values() {
+        for (bad, says) in [
+            (&["--dvfs-util-pct", "50"][..], "--dvfs"),
+            (&["--dvfs", "--dvfs-util-pct", "0"], "--dvfs-util-pct"),
+            (&["--dvfs", "--dvfs-util-pct", "101"], "--dvfs-util-pct"),
+            (&["--dvfs", "--dvfs-interval-ms", "5"], "--dvfs-interval-ms"),
+            (&["--dvfs", "--dvfs-step-mhz", "0"], "--dvfs-step-mhz"),
+            (&["--dvfs", "restore-freq"], "--dvfs"),
+        ] {
+            let line = refused(bad);
+            assert!(line.contains(says), "{bad:?}: {line}");
+        }
+        let opts = parse_from(["scx_esn", "--dvfs", "--dvfs-util-pct", "95"]).unwrap();
+        assert!(opts.sched.dvfs);
+        assert_eq!(opts.sched.dvfs_util_pct, 95);
+        let opts = parse_from(["scx_esn", "restore-freq", "--record", "/tmp/r.json"]).unwrap();
+        assert!(matches!(
+            opts.command,
+            Some(Command::RestoreFreq { ref record }) if record == std::path::Path::new("/tmp/r.json")
+        ));
     }
 
     #[test]

@@ -65,6 +65,7 @@ mod tests {
                 "scx_esn-completions.8",
                 "scx_esn-observe.8",
                 "scx_esn-profile.8",
+                "scx_esn-restore-freq.8",
                 "scx_esn-top.8",
                 "scx_esn-topology.8",
                 "scx_esn.8"
@@ -75,7 +76,13 @@ mod tests {
             "not roff: {}",
             &top[..40]
         );
-        for option in ["threshold", "numa\\-penalty", "state\\-file", "kconfig"] {
+        for option in [
+            "threshold",
+            "numa\\-penalty",
+            "state\\-file",
+            "kconfig",
+            "dvfs",
+        ] {
             assert!(
                 top.contains(&format!("\\-\\-{option}")),
                 "--{option} missing"

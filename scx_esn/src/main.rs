@@ -3,7 +3,8 @@
 //!
 //! `main` only wires the pieces: the CLI (`cli`), the machine's topology
 //! (`esn_topology`), what BPF is told about it (`plan`), the scheduler's
-//! life cycle (`sched`) and its counters (`counters`).
+//! life cycle (`sched`) and its counters (`counters`), and `--dvfs`
+//! (`esn_power`).
 
 mod blkobs;
 mod bpf_intf;
@@ -166,6 +167,7 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
     );
     let mut open_object = MaybeUninit::uninit();
     let mut carried = control::CarriedState::default();
+    let mut dvfs_said_off = false;
     loop {
         // Re-read the topology on every (re)start: a CPU hotplug restarts us.
         let topo = discover(opts)?;
@@ -180,13 +182,22 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
             carried.for_topology(&fingerprint),
             &mut open_object,
         )?;
+        // Per (re)start, like the topology; dropped on every way out of this
+        // iteration, which puts the frequency limits back.
+        let mut dvfs = start_dvfs(opts, &topo, &mut dvfs_said_off)?;
         let exit = scheduler.run(
             &shutdown,
             stats_every,
             opts.json,
             exporter.as_ref(),
             &stats_access,
+            &mut dvfs,
         )?;
+        if let Some(mut dvfs) = dvfs.take() {
+            if let Err(err) = dvfs.restore() {
+                log::warn!("--dvfs: {err:#}");
+            }
+        }
         if !exit.should_restart() {
             return Ok(());
         }
@@ -195,6 +206,72 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         }
         log::info!("the kernel asked for a restart (CPU hotplug?): reloading");
     }
+}
+
+/// `--dvfs`: the nodes with block devices and cpufreq, or `None` (said once
+/// per run, not per restart, when there is nothing to do).
+fn start_dvfs(
+    opts: &SchedOpts,
+    topo: &Topology,
+    said_off: &mut bool,
+) -> Result<Option<esn_power::dvfs::Dvfs>> {
+    use esn_power::dvfs::{Dvfs, DvfsConfig, NodeInput, Start};
+    if !opts.dvfs {
+        return Ok(None);
+    }
+    let nodes: Vec<NodeInput> = topo
+        .nodes
+        .iter()
+        .map(|node| NodeInput {
+            node: node.id,
+            cpus: node.cpus.clone(),
+            devices: topo
+                .devices
+                .iter()
+                .filter(|d| d.home_node == Some(node.id))
+                .map(|d| d.name.clone())
+                .collect(),
+        })
+        .collect();
+    let config = DvfsConfig {
+        interval: std::time::Duration::from_millis(opts.dvfs_interval_ms),
+        util_threshold: f64::from(opts.dvfs_util_pct) / 100.0,
+        step_khz: opts.dvfs_step_mhz * 1000,
+        record: opts.dvfs_record.clone(),
+    };
+    match Dvfs::start(&opts.sysfs, &nodes, config).context("--dvfs")? {
+        Start::On(dvfs) => {
+            log::info!("--dvfs: on for node(s) {:?}", dvfs.nodes());
+            Ok(Some(dvfs))
+        }
+        Start::Off(why) => {
+            if !std::mem::replace(said_off, true) {
+                log::warn!("--dvfs stays off: {why}");
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// `scx_esn restore-freq`: what a killed --dvfs run left lowered.
+fn restore_freq(opts: &SchedOpts, record: &std::path::Path) -> Result<()> {
+    require_root("scx_esn restore-freq")?;
+    match esn_power::cpufreq::restore_from_record(&opts.sysfs, record)? {
+        None => println!("no record at {}: no limit to put back", record.display()),
+        Some(done) if done.failed.is_empty() => println!(
+            "put back the CPU frequency limits of {} CPUs; removed {}",
+            done.restored.len(),
+            record.display()
+        ),
+        Some(done) => bail!(
+            "put back {} CPUs' limits, not {} ({}); {} keeps them: run this again once they can be written",
+            done.restored.len(),
+            done.failed.len(),
+            done.failures(),
+            record.display()
+        ),
+    }
+    Ok(())
 }
 
 fn run_observer(opts: &SchedOpts, observe_opts: &cli::ObserveOpts) -> Result<()> {
@@ -238,6 +315,7 @@ fn main() -> ExitCode {
         Some(Command::Observe(ref observe_opts)) => run_observer(&opts.sched, observe_opts),
         Some(Command::Profile(ref profile_opts)) => run_profile(&opts.sched, profile_opts),
         Some(Command::Top(ref top_opts)) => run_top(&opts.sched, top_opts),
+        Some(Command::RestoreFreq { ref record }) => restore_freq(&opts.sched, record),
         Some(Command::Completions { shell }) => docs::completions(shell),
         Some(Command::Manpages { ref dir }) => docs::man_pages(dir),
         None => run_scheduler(&opts.sched),

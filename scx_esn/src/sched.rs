@@ -386,6 +386,7 @@ impl<'a> Scheduler<'a> {
         json: bool,
         exporter: Option<&crate::prom::Exporter>,
         stats_access: &stats::SocketAccess,
+        dvfs: &mut Option<esn_power::dvfs::Dvfs>,
     ) -> Result<UserExitInfo> {
         let mut aged_out = 0;
         let start = Arc::new(self.cumulative(aged_out)?);
@@ -401,6 +402,12 @@ impl<'a> Scheduler<'a> {
                 self.skel.object(),
                 &blkobs_maps_of(&self.skel, self.io_half_life_ns),
             )?;
+            // A limit that cannot be written turns --dvfs off (with the
+            // limits put back), never the scheduler.
+            if let Some(err) = dvfs.as_mut().and_then(|d| d.tick(Instant::now()).err()) {
+                warn!("{err:#}; --dvfs is off from now on");
+                *dvfs = None;
+            }
             let placed = self.nr_placed();
             if let Some(control) = self.control.as_mut() {
                 control.tick(&placed);

@@ -19,6 +19,9 @@
 #   F. not root: exit 1 "needs root", nothing loaded.
 #   G. a command line that would do nothing (`--threshold 2 observe`): exit 2
 #      in one line, nothing loaded.
+#   H. --dvfs in a VM without cpufreq: said once, the scheduler runs and
+#      exits 0 on SIGINT; `restore-freq` with no record: exit 0; with a record
+#      it cannot write back: exit 1, the record kept.
 #   P. the binary of `make deb`'s package (unpacked) loads, and SIGINT: exit 0.
 # Every refusal: no "panicked" in the output, sched_ext "disabled" after it.
 #
@@ -162,6 +165,29 @@ refused "F not root" 1 "needs root" "${as_nobody[@]}" "$bin" --no-state
 # ---- G. an option that would do nothing ---------------------------------------
 refused "G --threshold before observe: exit 2" 2 "does nothing with \`observe\`" \
 	"$bin" --threshold 2 observe --duration 1
+
+# ---- H. --dvfs without cpufreq; restore-freq ----------------------------------
+if sched_start "$sched_out" "$sched_err" 60 "$bin" --no-state --dvfs; then
+	sleep 2
+	said=$(grep -c -- '--dvfs stays off: no CPU has cpufreq' "$sched_err" || true)
+	stop_with_sigint "$sched_pid" 30
+	sched_wait_exit 5
+	ok=0
+	[[ $said == 1 && ${SCHED_RC:-x} == 0 && $(sx_state) == disabled ]] && ok=1
+	check "H --dvfs without cpufreq: said once, runs, exit 0" "$ok" \
+		"said $said time(s): $(grep -m1 -o -- '--dvfs stays off: [^(]*' "$sched_err"); exit ${SCHED_RC:-still running}"
+else
+	check "H --dvfs without cpufreq: said once, runs, exit 0" 0 "$SCHED_WHY; $(tail -n 3 "$sched_err")"
+fi
+refused "H restore-freq without a record: nothing to do" 0 "no record at" \
+	"$bin" restore-freq --record "$ESN_WORK/no-such-record.json"
+# A record naming a CPU without cpufreq (as an offline one would be).
+printf '{"limits":[{"cpu":0,"khz":1000000}]}\n' >"$ESN_WORK/record.json"
+refused "H restore-freq that cannot write back: exit 1" 1 "keeps them" \
+	"$bin" restore-freq --record "$ESN_WORK/record.json"
+check "H restore-freq that cannot write back: the record kept" \
+	"$(grep -q '"cpu": 0' "$ESN_WORK/record.json" 2>/dev/null && echo 1 || echo 0)" \
+	"$(tr -d '\n ' <"$ESN_WORK/record.json" 2>/dev/null)"
 
 # ---- P. the Debian package's binary -------------------------------------------
 # The guest's root is the host's, read-only: the package is unpacked, not
