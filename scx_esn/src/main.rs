@@ -182,8 +182,9 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
             carried.for_topology(&fingerprint),
             &mut open_object,
         )?;
-        // Per (re)start, like the topology; dropped on every way out of this
-        // iteration, which puts the frequency limits back.
+        // Per (re)start, like the topology. Dropping it, on every way out of
+        // this iteration (exit, error, reload), puts the frequency limits
+        // back (`Dvfs`'s Drop, which warns if it cannot).
         let mut dvfs = start_dvfs(opts, &topo, &mut dvfs_said_off)?;
         let exit = scheduler.run(
             &shutdown,
@@ -193,11 +194,6 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
             &stats_access,
             &mut dvfs,
         )?;
-        if let Some(mut dvfs) = dvfs.take() {
-            if let Err(err) = dvfs.restore() {
-                log::warn!("--dvfs: {err:#}");
-            }
-        }
         if !exit.should_restart() {
             return Ok(());
         }
