@@ -103,6 +103,12 @@ pub enum Command {
     /// root observes block I/O itself (observe mode, blk-mq only) and says
     /// so. Keys: q quit, ? help, tab view, s sort, p pause, +/- refresh.
     Top(TopOpts),
+    /// Measure the CPUs' energy per NUMA node while a workload runs, under
+    /// any scheduler (to compare them): RAPL's count where readable (root),
+    /// else the model's estimate, labelled "estimated". Runs until
+    /// --duration or SIGINT/SIGTERM, then prints joules and watts per node
+    /// and in total.
+    Energy(EnergyOpts),
     /// Put back the CPU frequency limits (scaling_max_freq) that a --dvfs run
     /// lowered and could not restore itself (it was killed with SIGKILL, or
     /// a CPU was offline at exit), from the record that run wrote before its
@@ -128,6 +134,50 @@ pub enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+}
+
+/// How the CPUs' energy is found: the scheduler's and `scx_esn energy`'s.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EnergyArgs {
+    /// Estimate the CPUs' energy with the model even where RAPL counts it
+    /// (to compare the two). Without it, energy figures are RAPL's
+    /// (powercap, root) where readable, else the model's, labelled
+    /// "estimated": per node, busy time at the busy watts and idle time at
+    /// the watts of its C-state (--energy-watts).
+    #[arg(long)]
+    pub energy_model: bool,
+
+    /// The model's watts per socket: busy, then idle in C1, C3 and C6
+    /// (cpuidle states C2-C3 count as C3, C4 and deeper as C6, POLL and
+    /// unnamed ones as C1; a node of n CPUs counts 1/n of a socket per CPU).
+    /// Defaults: the research's measurements.
+    #[arg(long, value_name = "BUSY,C1,C3,C6", default_value = "95,47,22,14",
+          value_parser = |s: &str| s.parse::<esn_power::energy::Watts>())]
+    pub energy_watts: esn_power::energy::Watts,
+}
+
+impl EnergyArgs {
+    pub fn mode(&self) -> esn_power::energy::Mode {
+        if self.energy_model {
+            esn_power::energy::Mode::Model
+        } else {
+            esn_power::energy::Mode::Auto
+        }
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct EnergyOpts {
+    /// Stop after SECS seconds (default: until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
+    pub duration: Option<f64>,
+
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub energy: EnergyArgs,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -382,6 +432,9 @@ pub struct SchedOpts {
     #[arg(long, value_name = "FILE", requires = "dvfs",
           default_value = esn_power::cpufreq::DEFAULT_RECORD_FILE)]
     pub dvfs_record: PathBuf,
+
+    #[command(flatten)]
+    pub energy: EnergyArgs,
 
     /// Time slice in microseconds.
     #[arg(long, default_value_t = 5000, value_name = "US",

@@ -63,6 +63,7 @@ mod tests {
             names,
             [
                 "scx_esn-completions.8",
+                "scx_esn-energy.8",
                 "scx_esn-observe.8",
                 "scx_esn-profile.8",
                 "scx_esn-restore-freq.8",
@@ -82,6 +83,7 @@ mod tests {
             "state\\-file",
             "kconfig",
             "dvfs",
+            "energy\\-watts",
         ] {
             assert!(
                 top.contains(&format!("\\-\\-{option}")),

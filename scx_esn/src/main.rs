@@ -12,7 +12,6 @@ mod bpf_skel;
 mod cli;
 mod control;
 mod counters;
-mod cpustat;
 mod docs;
 mod observe;
 mod observe_skel;
@@ -26,6 +25,8 @@ mod top;
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use esn_topology::Topology;
@@ -270,6 +271,54 @@ fn restore_freq(opts: &SchedOpts, record: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// `scx_esn energy`: the meter alone, over one window.
+fn measure_energy(opts: &SchedOpts, energy_opts: &cli::EnergyOpts) -> Result<()> {
+    let topo = discover(opts)?;
+    let plan = Plan::new(&topo, None)?;
+    let shutdown = sched::shutdown_flag()?;
+    let meter = sched::energy_meter(&opts.sysfs, &energy_opts.energy, &plan);
+    let start = meter.read();
+    let until = energy_opts
+        .duration
+        .map(|s| start.taken + Duration::from_secs_f64(s));
+    let mut keep_up = start.taken + esn_power::energy::KEEP_UP_EVERY;
+    while !shutdown.load(Ordering::Relaxed) && until.is_none_or(|u| Instant::now() < u) {
+        std::thread::sleep(Duration::from_millis(100));
+        if Instant::now() >= keep_up {
+            meter.read();
+            keep_up += esn_power::energy::KEEP_UP_EVERY;
+        }
+    }
+    let now = meter.read();
+    let elapsed_s = now.taken.duration_since(start.taken).as_secs_f64();
+    let e = esn_power::energy::interval(&start, &now)
+        .context("no time passed between the two readings")?;
+    if energy_opts.json {
+        let mut value = serde_json::to_value(&e)?;
+        value["elapsed_s"] = serde_json::json!(elapsed_s);
+        // What the energy bought is for a reader who knows the I/O done.
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("joules_per_io");
+            fields.remove("tradeoff");
+        }
+        println!("{value}");
+    } else {
+        let nodes: Vec<String> = e
+            .nodes
+            .iter()
+            .map(|n| format!("node {} {:.1} J ({:.1} W)", n.node, n.joules, n.watts))
+            .collect();
+        println!(
+            "energy ({}) over {elapsed_s:.1} s: {}; total {:.1} J ({:.1} W)",
+            e.source.as_str(),
+            nodes.join(", "),
+            e.joules,
+            e.watts
+        );
+    }
+    Ok(())
+}
+
 fn run_observer(opts: &SchedOpts, observe_opts: &cli::ObserveOpts) -> Result<()> {
     let topo = discover(opts)?;
     require_root("scx_esn observe")?;
@@ -311,6 +360,7 @@ fn main() -> ExitCode {
         Some(Command::Observe(ref observe_opts)) => run_observer(&opts.sched, observe_opts),
         Some(Command::Profile(ref profile_opts)) => run_profile(&opts.sched, profile_opts),
         Some(Command::Top(ref top_opts)) => run_top(&opts.sched, top_opts),
+        Some(Command::Energy(ref energy_opts)) => measure_energy(&opts.sched, energy_opts),
         Some(Command::RestoreFreq { ref record }) => restore_freq(&opts.sched, record),
         Some(Command::Completions { shell }) => docs::completions(shell),
         Some(Command::Manpages { ref dir }) => docs::man_pages(dir),

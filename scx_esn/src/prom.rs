@@ -374,6 +374,25 @@ impl Collector for Exposition {
             &busy,
         )?;
 
+        // Counted (RAPL) or estimated: the label says which, so a dashboard
+        // never shows the model's figure as a measurement.
+        if let Some(e) = &r.energy {
+            let joules: Vec<(Labels, f64)> = e
+                .joules
+                .iter()
+                .map(|&(n, j)| (vec![node(n), ("source", e.source.as_str().into())], j))
+                .collect();
+            float_counter_family(
+                &mut encoder,
+                "scx_esn_cpu_energy",
+                "Energy of the node's CPUs since scx_esn started: source=rapl is the \
+                 processor's count, source=estimated the model (busy and idle time at \
+                 --energy-watts)",
+                Some(&Unit::Joules),
+                &joules,
+            )?;
+        }
+
         // What the block-layer BPF programs cost; zero unless the kernel counts
         // it (sysctl kernel.bpf_stats_enabled=1).
         let cost = r.io.cost;
@@ -646,6 +665,11 @@ mod tests {
             },
         ];
         c.io.io_ticks_ms = BTreeMap::from([(DevT::new(259, 0), 2500)]);
+        c.energy = Some(esn_power::energy::Reading {
+            source: esn_stats::live::EnergySource::Estimated,
+            taken: std::time::Instant::now(),
+            joules: vec![(0, 12.5), (1, 40.0)],
+        });
         c.io.cost = esn_stats::snapshot::BpfCost {
             run_time_ns: 1_500_000_000,
             run_cnt: 40,
@@ -741,6 +765,10 @@ mod tests {
         assert_eq!(get("scx_esn_events_total{event=\"place_local\"}"), 7.0);
         assert_eq!(get("scx_esn_node_threshold{node=\"1\"}"), 3.0);
         assert_eq!(get("scx_esn_node_placed_tasks{node=\"1\"}"), 2.0);
+        assert_eq!(
+            get("scx_esn_cpu_energy_joules_total{node=\"1\",source=\"estimated\"}"),
+            40.0
+        );
         assert_eq!(
             get("scx_esn_runnable_wait_seconds_total{node=\"1\",class=\"io\"}"),
             2.0

@@ -33,9 +33,10 @@ use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
 use crate::control::{self, Control};
 use crate::counters::{self, Counters, NodeSched, NodeWaits};
-use crate::cpustat;
 use crate::plan::Plan;
 use crate::stats;
+use esn_power::cpustat;
+use esn_power::energy::{self, Meter};
 
 /// How often requests that never completed are looked for.
 const INFLIGHT_AGING_EVERY: Duration = Duration::from_secs(5);
@@ -68,6 +69,8 @@ pub struct Scheduler<'a> {
     /// What the kernel's watchdog allows a runnable task to wait, in ms.
     watchdog_timeout_ms: u64,
     issue_hook: blkobs::IssueHook,
+    /// The CPUs' energy per node (RAPL, or the model's estimate).
+    energy: Meter,
 }
 
 /// libbpf's own messages go to our log. Its warnings (the verifier log on a
@@ -134,6 +137,26 @@ pub fn route_libbpf_log(verbose: u8) {
         },
         libbpf_to_log,
     )));
+}
+
+/// The energy meter of a run; says once which source it counts with.
+pub fn energy_meter(sysfs: &Path, args: &crate::cli::EnergyArgs, plan: &Plan) -> Meter {
+    let (meter, why_not_rapl) = Meter::discover(
+        sysfs,
+        Path::new("/proc/stat"),
+        &plan.cpu_node,
+        args.mode(),
+        args.energy_watts,
+    );
+    match why_not_rapl {
+        None => info!("energy: counted by RAPL (powercap)"),
+        Some(why) => info!(
+            "energy: estimated from busy and idle time at {} W per socket \
+             (busy,C1,C3,C6), not counted: {why}",
+            args.energy_watts
+        ),
+    }
+    meter
 }
 
 impl<'a> Scheduler<'a> {
@@ -257,6 +280,7 @@ impl<'a> Scheduler<'a> {
                 None => "pinned",
             }
         );
+        let energy = energy_meter(&opts.sysfs, &opts.energy, &plan);
         Ok(Scheduler {
             skel,
             link: Some(link),
@@ -268,6 +292,7 @@ impl<'a> Scheduler<'a> {
             control_every: learning.map_or(Duration::MAX, |l| l.interval),
             watchdog_timeout_ms,
             issue_hook: blkobs::IssueHook::new(&hooks),
+            energy,
         })
     }
 
@@ -349,6 +374,7 @@ impl<'a> Scheduler<'a> {
             counters: self.read_counters()?,
             sched: self.read_node_sched()?,
             cpu: cpustat::read(&self.plan.cpu_node, self.plan.nr_nodes as usize),
+            energy: Some(self.energy.read()),
             watchdog_timeout_ms: self.watchdog_timeout_ms,
             io: self.io_snapshot(aged_out)?,
             nodes: self.gauges(),
@@ -396,6 +422,7 @@ impl<'a> Scheduler<'a> {
         let mut next_aging = Instant::now() + INFLIGHT_AGING_EVERY;
         let mut next_control = Instant::now().checked_add(self.control_every);
         let mut next_save = Instant::now() + STATE_SAVE_EVERY;
+        let mut next_energy = Instant::now() + energy::KEEP_UP_EVERY;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             std::thread::sleep(Duration::from_millis(100));
             self.issue_hook.poll(
@@ -421,6 +448,12 @@ impl<'a> Scheduler<'a> {
                 // Never catch up with a burst of steps after a stall: each
                 // step must cover one interval's worth of measurements.
                 next_control = Some((at + self.control_every).max(Instant::now()));
+            }
+            // Readers may be minutes apart; a RAPL counter must not wrap
+            // twice between two readings of the meter.
+            if Instant::now() >= next_energy {
+                self.energy.read();
+                next_energy = Instant::now() + energy::KEEP_UP_EVERY;
             }
             if Instant::now() >= next_aging {
                 aged_out += self

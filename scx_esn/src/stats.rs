@@ -36,7 +36,7 @@ use scx_stats::prelude::{
 
 use crate::control;
 use crate::counters::{self, Counters, NodeLoad, NodeSched};
-use crate::cpustat::NodeTicks;
+use esn_power::cpustat::NodeTicks;
 use esn_stats::live::Health;
 use esn_stats::LatHist;
 
@@ -48,6 +48,8 @@ pub struct Cumulative {
     pub sched: Vec<NodeSched>,
     /// CPU ticks since boot, indexed by node.
     pub cpu: Vec<NodeTicks>,
+    /// The CPUs' energy since the scheduler started.
+    pub energy: Option<esn_power::energy::Reading>,
     pub watchdog_timeout_ms: u64,
     pub io: RawSnapshot,
     /// Gauges at that moment, one per node with CPUs.
@@ -128,6 +130,20 @@ pub fn interval(before: &Cumulative, now: &Cumulative, devices: &DeviceTable) ->
         max_wait_ns: counters::longest_wait_ns(&all_waits),
         watchdog_timeout_ms: now.watchdog_timeout_ms,
     };
+    let io = build_report(
+        &before.io,
+        &now.io,
+        devices,
+        &ReportOptions {
+            device_filter: Vec::new(),
+            top_tasks: 5,
+            kind: ReportKind::Interval,
+        },
+    );
+    let energy = match (&before.energy, &now.energy) {
+        (Some(b), Some(n)) => esn_power::energy::interval(b, n).map(|e| e.with_io(&io)),
+        _ => None,
+    };
     IntervalStats {
         counters: counters::NAMES
             .iter()
@@ -137,16 +153,8 @@ pub fn interval(before: &Cumulative, now: &Cumulative, devices: &DeviceTable) ->
         nodes,
         control: now.decisions.clone(),
         health,
-        io: build_report(
-            &before.io,
-            &now.io,
-            devices,
-            &ReportOptions {
-                device_filter: Vec::new(),
-                top_tasks: 5,
-                kind: ReportKind::Interval,
-            },
-        ),
+        energy,
+        io,
     }
 }
 
@@ -183,6 +191,9 @@ pub fn render(s: &IntervalStats) -> String {
         h.watchdog_margin_pct()
             .map_or("-".to_string(), |m| format!("{m:.1}%"))
     );
+    if let Some(e) = &s.energy {
+        let _ = writeln!(out, "{}", render_energy(e));
+    }
     out.push_str(&render_text(&s.io));
     let thresholds: Vec<u32> = {
         let len = s
@@ -199,6 +210,27 @@ pub fn render(s: &IntervalStats) -> String {
     };
     out.push_str(&control::format_decisions(&s.control, &thresholds));
     out
+}
+
+/// "energy (estimated): node 0 54.5 W, node 1 40.4 W; total 94.9 W, 12.3 mJ
+/// per I/O, trade-off 640": the source first, so an estimate is never read
+/// as a measurement.
+pub fn render_energy(e: &esn_stats::live::EnergyStats) -> String {
+    let nodes: Vec<String> = e
+        .nodes
+        .iter()
+        .map(|n| format!("node {} {:.1} W", n.node, n.watts))
+        .collect();
+    format!(
+        "energy ({}): {}; total {:.1} W ({:.1} J), {} per I/O, trade-off {}",
+        e.source.as_str(),
+        nodes.join(", "),
+        e.watts,
+        e.joules,
+        e.joules_per_io
+            .map_or("-".to_string(), |j| format!("{:.2} mJ", j * 1e3)),
+        e.tradeoff.map_or("-".to_string(), |t| format!("{t:.3}"))
+    )
 }
 
 /// A wait's upper bound in the unit that keeps it readable.
@@ -528,6 +560,7 @@ mod tests {
     use super::*;
     use crate::counters::NodeWaits;
     use esn_stats::devt::{DevT, DeviceInfo};
+    use esn_stats::live::EnergySource;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
 
     fn reading(placed: u32, reqs: u64, at_ns: u64) -> Cumulative {
@@ -553,8 +586,15 @@ mod tests {
             NodeTicks {
                 busy: reqs,
                 total: 4 * reqs,
+                cpus: 2,
             },
         ];
+        // Joules since start: node 0 1 J per request, node 1 2 J.
+        c.energy = Some(esn_power::energy::Reading {
+            source: EnergySource::Estimated,
+            taken: epoch() + Duration::from_nanos(at_ns),
+            joules: vec![(0, reqs as f64), (1, 2.0 * reqs as f64)],
+        });
         c.watchdog_timeout_ms = 30_000;
         c.nodes = vec![
             NodeGauge {
@@ -591,6 +631,12 @@ mod tests {
         c
     }
 
+    /// One Instant for every reading of a test, so their spacing is exact.
+    fn epoch() -> std::time::Instant {
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        *EPOCH.get_or_init(std::time::Instant::now)
+    }
+
     fn devices() -> DeviceTable {
         DeviceTable::new(vec![DeviceInfo {
             name: "nvme0n1".into(),
@@ -625,6 +671,18 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("nvme0n1"), "{text}");
+        // 3000 J in 1 s over 1000 requests of 100 us: 3 J per I/O, and
+        // 1000 IOPS / (0.1 ms x 3000 mJ) = 3.333.
+        let e = s.energy.as_ref().unwrap();
+        assert_eq!(e.joules, 3000.0);
+        assert_eq!(e.joules_per_io, Some(3.0));
+        assert!(
+            text.contains(
+                "energy (estimated): node 0 1000.0 W, node 1 2000.0 W; total 3000.0 W \
+                 (3000.0 J), 3000.00 mJ per I/O, trade-off 3.333"
+            ),
+            "{text}"
+        );
         // The JSON form reads back as it was written (what --monitor gets).
         let back: IntervalStats =
             serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();

@@ -113,6 +113,7 @@ pub fn observe_interval(
         nodes: Vec::new(),
         control: Vec::new(),
         health: Default::default(),
+        energy: None,
         io: build_report(
             prev,
             now,

@@ -311,6 +311,7 @@ def parse_fio(path):
         "ios": j["total_ios"],
         "p50_us": pct.get("50.000000", 0) / 1e3 or None,
         "p99_us": pct.get("99.000000", 0) / 1e3 or None,
+        "lat_mean_us": j["clat_ns"].get("mean", 0) / 1e3 or None,
     }
 
 
@@ -391,6 +392,37 @@ def window_figures(before, after, nodes, devices, bios0, bios1):
     }
 
 
+def energy_meter():
+    """`scx_esn energy` over the window: the CPUs' energy under any scheduler
+    (in the VM the model's estimate: no RAPL there)."""
+    return subprocess.Popen([ESN, "energy", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def energy_figures(meter, point):
+    """Watts over the window, mJ per I/O and the research's trade-off,
+    throughput / (latency x energy): IOPS / (mean latency ms x mJ per I/O)."""
+    meter.send_signal(signal.SIGINT)
+    try:
+        out, err = meter.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        meter.kill()
+        out, err = meter.communicate()
+    if meter.returncode != 0 or not out.strip():
+        # The point stands without its energy figures: the meter is not
+        # the scheduler under test.
+        point["energy_error"] = f"scx_esn energy exit {meter.returncode}: {err[-300:]}"
+        return
+    e = json.loads(out)
+    point["energy_source"] = e["source"]
+    point["energy_w"] = e["watts"]
+    if point.get("ios") and point.get("window_s"):
+        point["energy_per_io_mj"] = 1e3 * e["watts"] * point["window_s"] / point["ios"]
+        if point.get("lat_mean_us") and point.get("iops"):
+            point["tradeoff"] = point["iops"] / (point["lat_mean_us"] / 1e3
+                                                 * point["energy_per_io_mj"])
+
+
 def run_point(load, sched_name, ctx):
     kind, jobs, engine, iodepth = load_spec(load)
     runtime, ramp = ctx["runtime"], ctx["ramp"]
@@ -398,7 +430,7 @@ def run_point(load, sched_name, ctx):
     tag = f"{ctx['penalty']}-{ctx['rep']}-{load}-{sched_name}"
     point = {"kind": "point", "penalty": ctx["penalty"], "rep": ctx["rep"], "load": load,
              "load_kind": kind, "jobs": jobs, "sched": sched_name, "ok": False}
-    sched, procs = None, {}
+    sched, procs, meter = None, {}, None
     try:
         # A scheduler that does not load is a failed point like any other.
         sched = Scheduler(sched_name, tag)
@@ -426,6 +458,7 @@ def run_point(load, sched_name, ctx):
             procs["probe"] = subprocess.Popen(probe_command(runtime),
                                               stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True)
+        meter = energy_meter()
         bios0 = ctx["referee"].snapshot()
         stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
         own0 = proc_cpu_ticks(sched.proc)
@@ -462,6 +495,7 @@ def run_point(load, sched_name, ctx):
             point["local_share_pct"] = win["local_share_pct"]
             if point["ios"]:
                 point["cpu_per_io_us"] = 1e6 * win["busy_cpu_s"] / point["ios"]
+        energy_figures(meter, point)
         if "hog" in procs:
             point["cpu_ops_per_s"] = parse_stress_ng(outputs["hog"])
             with open(os.path.join(WORK, f"stress-ng-{tag}.out"), "w") as f:
@@ -485,6 +519,9 @@ def run_point(load, sched_name, ctx):
             if p.poll() is None:
                 p.kill()
     finally:
+        if meter is not None and meter.poll() is None:
+            meter.kill()
+            meter.communicate()
         if sched is not None:
             sched.stop()
     return point

@@ -83,6 +83,10 @@ FIGURES = {
     "p99_us": Figure("p99 µs", -1, "us"),
     "local_share_pct": Figure("local bios %", 1, "pct"),
     "cpu_per_io_us": Figure("CPU µs/IO", -1, "us"),
+    # `scx_esn energy` over the window: RAPL, or in the VM the model's estimate.
+    "energy_per_io_mj": Figure("energy mJ/IO", -1, "mj"),
+    # throughput / (latency x energy): IOPS / (mean latency ms x mJ per I/O).
+    "tradeoff": Figure("IOPS/(ms·mJ)", 1, "x"),
     "idle_nodes_busy_pct": Figure("idle-node busy %", 0, "pct"),
     "cpu_ops_per_s": Figure("CPU ops/s", 1, "count"),
     "hackbench_s": Figure("hackbench s", -1, "s"),
@@ -103,9 +107,11 @@ FIGURES = {
 FIGURE_GROUPS = {
     "io": [["iops", "p50_us", "p99_us"],
            ["local_share_pct", "cpu_per_io_us", "idle_nodes_busy_pct"],
+           ["energy_per_io_mj", "tradeoff"],
            ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]],
     "hog-io": [["iops", "p50_us", "p99_us"],
                ["local_share_pct", "cpu_per_io_us"],
+               ["energy_per_io_mj", "tradeoff"],
                ["cpu_ops_per_s", "idle_nodes_busy_pct"],
                ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]],
     "cpu": [["cpu_ops_per_s", "idle_nodes_busy_pct"]],
@@ -428,6 +434,15 @@ def header_section(run, command):
                      "a tenth of its IOPS at 4 jobs (lab off, 2026-11-26: 0.75x EEVDF with "
                      "stats, 0.84x without); `BENCH_BPF_STATS=0` for IOPS and latency "
                      "verdicts.")
+    sources = sorted({p.get("energy_source") for p in run.points if p.get("energy_source")})
+    if sources:
+        lines.append("- Energy (`scx_esn energy` over each point's window): "
+                     + (" and ".join(sources)) + ". "
+                     + ("Estimated means the model (busy and idle time per node at 95 W "
+                        "busy, 47/22/14 W in C1/C3/C6 per socket, docs/OPERATING.md), not a "
+                        "measurement: the VM has no RAPL. " if "estimated" in sources else "")
+                     + "The trade-off is the research's throughput / (latency x energy): "
+                     "IOPS / (fio's mean latency in ms x mJ per I/O), higher is better.")
     if command:
         lines.append(f"- Command: `{command}`")
     return lines + [""]
@@ -898,6 +913,10 @@ def synthetic_figures(rng, penalty, rep, load, sched):
             min(100.0, (50 if sched == BASELINE else 80) * gain)
         p["bios"] = p["ios"] = int(p["iops"] * 10)
         p["cpu_per_io_us"] = 30 / gain
+        p["energy_source"] = "estimated"
+        p["energy_per_io_mj"] = 40 / gain
+        p["tradeoff"] = p["iops"] / (p["p50_us"] / 1e3 * p["energy_per_io_mj"]) \
+            if p["p50_us"] else None
         p["idle_nodes_busy_pct"] = 20 * gain
         if load == "io-8":  # as BENCH_WAKE_PROBE=1 records it
             p["probe_wake_avg_us"], p["probe_wake_p99_us"] = 150 / gain, 900 / gain
@@ -994,6 +1013,9 @@ def selftest_checks(outdir, md, plot_dir, written):
     expect("| load | vs EEVDF | vs floor | vs scx_bpfland |" in off,
            "the floor's column follows EEVDF's in the ratio tables")
     expect("floor (sched_ext with no BPF callbacks" in text, "the floor is named for what it is")
+    expect("- Energy (`scx_esn energy` over each point's window): estimated. Estimated means"
+           in text, "an estimated energy is said to be one")
+    expect("energy mJ/IO ↓" in text and "IOPS/(ms·mJ) ↑" in text, "the energy figures' table")
     expect("- BPF stats on (kernel.bpf_stats_enabled)" in text,
            "a run with BPF stats on says what they cost the BPF schedulers")
     expect("| io-2 | 1.10x [0.90–1.20] |" in off,

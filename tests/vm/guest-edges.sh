@@ -22,6 +22,11 @@
 #   H. --dvfs in a VM without cpufreq: said once, the scheduler runs and
 #      exits 0 on SIGINT; `restore-freq` with no record: exit 0; with a record
 #      it cannot write back: exit 1, the record kept.
+#   W. energy without RAPL: the --stats intervals of A carry an
+#      "energy (estimated)" line; `scx_esn energy` says "estimated", and its
+#      watts follow the load: >= 85 W with stress-ng on both CPUs, <= 60 W
+#      idle (the model's 95 W busy, 47 W at most idle); bad --energy-watts:
+#      exit 2.
 #   P. the binary of `make deb`'s package (unpacked) loads, and SIGINT: exit 0.
 # Every refusal: no "panicked" in the output, sched_ext "disabled" after it.
 #
@@ -116,6 +121,11 @@ fi
 check "A schedules CPU work as a fair scheduler" "$ok" \
 	"forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops ${BOGO:-?} (EEVDF $eevdf_bogo, >= 0.8x); state $state; intervals with placed tasks $placed; errors $errors"
 
+# W, from A's intervals: the model's estimate, labelled so.
+estimated=$(grep -c '^energy (estimated): node 0 [0-9.]* W; total' "$sched_out" || true)
+check "W --stats: energy labelled estimated" "$([[ $estimated -ge 1 ]] && echo 1 || echo 0)" \
+	"$estimated interval(s): $(grep -m1 '^energy' "$sched_out")"
+
 # ---- B. the stats socket is root's -------------------------------------------
 mode=$(stat -c '%a %U' "$socket" 2>/dev/null || echo missing)
 check "B stats socket mode" "$([[ $mode == "600 root" ]] && echo 1 || echo 0)" "$mode"
@@ -188,6 +198,26 @@ refused "H restore-freq that cannot write back: exit 1" 1 "keeps them" \
 check "H restore-freq that cannot write back: the record kept" \
 	"$(grep -q '"cpu": 0' "$ESN_WORK/record.json" 2>/dev/null && echo 1 || echo 0)" \
 	"$(tr -d '\n ' <"$ESN_WORK/record.json" 2>/dev/null)"
+
+# ---- W. energy without RAPL: the model -----------------------------------------
+# watts_of JSON: the total watts of `scx_esn energy --json`, if estimated.
+watts_of() {
+	python3 -c 'import json, sys; e = json.loads(sys.argv[1]); print(e["watts"] if e["source"] == "estimated" and e["elapsed_s"] > 1 else "x")' "$1" 2>/dev/null || echo x
+}
+timeout 20 stress-ng --cpu 2 --timeout 6s --temp-path "$ESN_WORK" >/dev/null 2>&1 &
+stress_pid=$!
+sleep 1
+busy_json=$(timeout 30 "$bin" energy --duration 3 --json 2>/dev/null)
+wait "$stress_pid"
+sleep 1
+idle_json=$(timeout 30 "$bin" energy --duration 3 --json 2>/dev/null)
+busy_w=$(watts_of "$busy_json") idle_w=$(watts_of "$idle_json")
+ok=0
+[[ $busy_w != x && $idle_w != x ]] &&
+	awk -v b="$busy_w" -v i="$idle_w" 'BEGIN { exit !(b >= 85 && b <= 95.5 && i > 0 && i <= 60) }' && ok=1
+check "W energy: estimated, follows the load" "$ok" \
+	"busy (stress-ng on 2 CPUs) $busy_w W, idle $idle_w W; $busy_json"
+refused "W bad --energy-watts: exit 2" 2 "BUSY,C1,C3,C6" "$bin" energy --energy-watts 1,2,3
 
 # ---- P. the Debian package's binary -------------------------------------------
 # The guest's root is the host's, read-only: the package is unpacked, not

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Power for scx_esn: lowering a node's CPU frequency while its block devices,
-//! not its CPUs, are the bottleneck (`scx_esn --dvfs`).
+//! Power for scx_esn: what the CPUs spend per NUMA node ([`energy`]: RAPL or
+//! the model, in `--stats`, `top`, `/metrics` and `scx_esn energy`), and
+//! lowering a node's CPU frequency while its block devices, not its CPUs,
+//! are the bottleneck (`scx_esn --dvfs`, below).
 //!
 //! ```text
 //!  every interval (100 ms), per node with devices and cpufreq:
@@ -19,8 +21,12 @@
 //! moment the device is not saturated, the CPU is not slowed any more.
 //!
 //! [`cpufreq`] reads and writes one CPU's limits and the record; [`dvfs`]
-//! holds the per-node state and the decision. Everything takes a sysfs root,
-//! so the tests run against fake trees.
+//! holds the per-node state and the decision; [`cpustat`] reads busy and idle
+//! ticks per node from /proc/stat (the `--stats` busy % and the energy
+//! model). Everything takes a sysfs root (and a /proc/stat path), so the
+//! tests run against fake trees.
 
 pub mod cpufreq;
+pub mod cpustat;
 pub mod dvfs;
+pub mod energy;

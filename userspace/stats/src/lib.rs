@@ -57,7 +57,7 @@ pub mod snapshot;
 
 pub use devt::{DevT, DeviceInfo, DeviceTable, ParseDevTError};
 pub use hist::{slot_of, LatHist, LAT_SLOTS};
-pub use live::{Health, IntervalStats, NodeLoad, NodeWaits};
+pub use live::{EnergySource, EnergyStats, Health, IntervalStats, NodeEnergy, NodeLoad, NodeWaits};
 pub use report::{
     build_report, render_text, CostReport, DeviceReport, LatKind, LatencyReport, NodeReport,
     Report, ReportKind, ReportOptions, TaskReport, TrackingReport,

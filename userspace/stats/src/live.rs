@@ -7,6 +7,9 @@
 //!               │              CPU busy %, spills in/out, steals
 //!               ├── control    the controller's last decision per learning node
 //!               ├── health     dispatches, fallbacks, longest wait vs watchdog
+//!               ├── energy     CPU energy per node (RAPL or the estimate),
+//!               │              per I/O, and the throughput/(latency x energy)
+//!               │              trade-off
 //!               └── io         the block I/O report of `scx_esn observe`
 //! ```
 //!
@@ -18,7 +21,7 @@ use std::collections::BTreeMap;
 use esn_controller::Decision;
 use serde::{Deserialize, Serialize};
 
-use crate::report::Report;
+use crate::report::{LatKind, Report};
 
 /// Runnable-to-running waits on one node, summed over CPUs: cumulative when
 /// read, an interval's worth after [`NodeWaits::delta`].
@@ -120,6 +123,77 @@ pub struct IntervalStats {
     pub control: Vec<Decision>,
     #[serde(default)]
     pub health: Health,
+    /// CPU energy during the interval; `None` when it could not be measured
+    /// nor estimated (no /proc/stat).
+    #[serde(default)]
+    pub energy: Option<EnergyStats>,
     /// The block I/O report, as `scx_esn observe` prints it.
     pub io: Report,
+}
+
+/// Where an energy figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnergySource {
+    /// The processor's own counters (RAPL through powercap), per package.
+    Rapl,
+    /// The model: per-node busy and idle time weighed by per-state watts.
+    Estimated,
+}
+
+impl EnergySource {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EnergySource::Rapl => "rapl",
+            EnergySource::Estimated => "estimated",
+        }
+    }
+}
+
+/// One node's CPU energy during an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NodeEnergy {
+    pub node: u32,
+    pub joules: f64,
+    /// joules / the interval's length.
+    pub watts: f64,
+}
+
+/// The CPUs' energy during an interval, and what it bought.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyStats {
+    pub source: EnergySource,
+    /// Per node with CPUs, by node id.
+    pub nodes: Vec<NodeEnergy>,
+    pub joules: f64,
+    pub watts: f64,
+    /// joules / completed block requests; `None` without any.
+    pub joules_per_io: Option<f64>,
+    /// The research's trade-off, throughput / (latency x energy): IOPS over
+    /// (mean device latency in ms x mJ per I/O). Higher is better; `None`
+    /// without I/O or latency samples.
+    pub tradeoff: Option<f64>,
+}
+
+impl EnergyStats {
+    /// Adds what the interval's I/O report says the energy bought.
+    pub fn with_io(mut self, io: &Report) -> EnergyStats {
+        let reqs: u64 = io.devices.iter().map(|d| d.reqs).sum();
+        self.joules_per_io = (reqs > 0).then(|| self.joules / reqs as f64);
+        let (count, sum_us) = io
+            .devices
+            .iter()
+            .flat_map(|d| &d.latency)
+            .filter(|l| l.kind == LatKind::Device)
+            .filter_map(|l| l.mean_us.map(|m| (l.count, m * l.count as f64)))
+            .fold((0u64, 0.0), |(c, s), (n, t)| (c + n, s + t));
+        let mean_ms = (count > 0).then(|| sum_us / count as f64 / 1000.0);
+        self.tradeoff = match (mean_ms, self.joules_per_io) {
+            (Some(ms), Some(j)) if io.elapsed_s > 0.0 && ms > 0.0 && j > 0.0 => {
+                Some(reqs as f64 / io.elapsed_s / (ms * j * 1000.0))
+            }
+            _ => None,
+        };
+        self
+    }
 }

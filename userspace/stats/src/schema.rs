@@ -6,6 +6,7 @@
 //!  IntervalStats ─┬─ nodes[]    NodeLoad ── waits  NodeWaits
 //!                 ├─ control[]  Decision
 //!                 ├─ health     Health
+//!                 ├─ energy     EnergyStats ── nodes[] NodeEnergy
 //!                 └─ io         Report ─┬─ devices[] DeviceReport ── latency[] LatencyReport
 //!                                       ├─ nodes[]   NodeReport
 //!                                       ├─ tasks[]   TaskReport
@@ -95,6 +96,7 @@ const STRUCTS: &[StructDoc] = &[
             f("nodes", Array(Struct("NodeLoad")), "Per NUMA node with CPUs"),
             f("control", Array(Struct("Decision")), "The threshold controller's last decision per learning node (empty with --threshold)"),
             f("health", Datum(Struct("Health")), "Is the scheduler keeping up"),
+            opt("energy", Datum(Struct("EnergyStats")), "The CPUs' energy during the interval (null when neither counted nor estimated)"),
             f("io", Datum(Struct("Report")), "Block I/O during the interval, as scx_esn observe reports it"),
         ],
     },
@@ -148,6 +150,27 @@ const STRUCTS: &[StructDoc] = &[
             f("fallbacks", Datum(U64), "Placements that found no node with room (scheduled like any task)"),
             opt("max_wait_ns", Datum(U64), "Upper bound of the longest runnable-to-running wait, ns (log2 resolution)"),
             f("watchdog_timeout_ms", Datum(U64), "The sched_ext watchdog's timeout, ms"),
+        ],
+    },
+    StructDoc {
+        name: "EnergyStats",
+        desc: "The CPUs' energy during the interval, and what it bought",
+        fields: &[
+            f("source", Datum(String), "rapl (the processor's counters, through powercap) or estimated (the model: busy and idle time at --energy-watts)"),
+            f("nodes", Array(Struct("NodeEnergy")), "Per NUMA node with CPUs"),
+            f("joules", Datum(Float), "All nodes' energy, J"),
+            f("watts", Datum(Float), "joules / the interval's length, W"),
+            opt("joules_per_io", Datum(Float), "joules / completed block requests, J"),
+            opt("tradeoff", Datum(Float), "throughput / (latency x energy): IOPS / (mean device latency, ms x energy per I/O, mJ); higher is better"),
+        ],
+    },
+    StructDoc {
+        name: "NodeEnergy",
+        desc: "One NUMA node's CPU energy during the interval",
+        fields: &[
+            f("node", Datum(U64), "NUMA node id"),
+            f("joules", Datum(Float), "Energy, J (a RAPL package over several nodes is split by their CPUs)"),
+            f("watts", Datum(Float), "joules / the interval's length, W"),
         ],
     },
     StructDoc {

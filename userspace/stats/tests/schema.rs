@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use esn_controller::{Decision, PenaltySource};
 use esn_stats::schema::{self, mismatches, TOP};
 use esn_stats::{
-    CostReport, DevT, DeviceReport, Health, IntervalStats, LatKind, LatencyReport, Locality,
-    NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind, TaskReport, TrackingReport,
+    CostReport, DevT, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
+    LatencyReport, Locality, NodeEnergy, NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind,
+    TaskReport, TrackingReport,
 };
 
 fn full_interval() -> IntervalStats {
@@ -52,6 +53,18 @@ fn full_interval() -> IntervalStats {
             max_wait_ns: Some(1 << 20),
             watchdog_timeout_ms: 30_000,
         },
+        energy: Some(EnergyStats {
+            source: EnergySource::Estimated,
+            nodes: vec![NodeEnergy {
+                node: 1,
+                joules: 54.5,
+                watts: 54.5,
+            }],
+            joules: 54.5,
+            watts: 54.5,
+            joules_per_io: Some(0.02),
+            tradeoff: Some(3.2),
+        }),
         io: Report {
             kind: ReportKind::Interval,
             elapsed_s: 1.0,

@@ -20,7 +20,9 @@
 use std::time::Instant;
 
 use esn_controller::Decision;
-use esn_stats::{DeviceReport, IntervalStats, LatKind, Locality, NodeLoad, NodeReport, Op};
+use esn_stats::{
+    DeviceReport, EnergyStats, IntervalStats, LatKind, Locality, NodeLoad, NodeReport, Op,
+};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -366,7 +368,10 @@ fn draw_nodes(frame: &mut Frame, app: &App, stats: &IntervalStats, body: Rect) {
             let rows: Vec<Vec<String>> = stats.nodes.iter().map(|n| node_row(stats, n)).collect();
             let h = table_height(rows.len(), rest.height.saturating_sub(1));
             let area = take_top(&mut rest, h);
-            let title = format!(" nodes ({}) ", stats.nodes.len());
+            let mut title = format!(" nodes ({}) ", stats.nodes.len());
+            if let Some(e) = &stats.energy {
+                title += &format!("· {}", energy_title(e));
+            }
             frame.render_widget(table(title, &NODE_COLS, rows, None), area);
             let health = take_top(&mut rest, 1);
             frame.render_widget(Paragraph::new(health_line(stats)), health);
@@ -439,6 +444,28 @@ fn observe_node_row(stats: &IntervalStats, n: &NodeReport) -> Vec<String> {
         fmt::count(n.cross_completions),
         fmt::share(cross),
     ]
+}
+
+/// The nodes table's title (a column would widen the table past 80): the
+/// energy's source comes first, so an estimate is never read as a
+/// measurement; then the total, per I/O, the trade-off, and each node's
+/// watts (cut first where the terminal is narrow).
+fn energy_title(e: &EnergyStats) -> String {
+    let nodes: Vec<String> = e
+        .nodes
+        .iter()
+        .map(|n| format!("n{} {:.1}", n.node, n.watts))
+        .collect();
+    format!(
+        "energy ({}) {:.1} W, {}/IO, trade-off {}; {} ",
+        e.source.as_str(),
+        e.watts,
+        e.joules_per_io
+            .map_or(fmt::NONE.to_string(), |j| format!("{:.2} mJ", j * 1e3)),
+        e.tradeoff
+            .map_or(fmt::NONE.to_string(), |t| format!("{t:.3}")),
+        nodes.join(", ")
+    )
 }
 
 fn health_line(stats: &IntervalStats) -> Line<'static> {

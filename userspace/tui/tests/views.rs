@@ -35,6 +35,13 @@ fn nodes_view_shows_each_nodes_load_and_decision() {
         assert!(n1.contains(want), "node 1 row lacks {want}: {n1}");
     }
 
+    // The energy, labelled with its source, in the table's title.
+    let title = line_with(&lines, "nodes (2)");
+    assert!(
+        title.contains("energy (estimated) 91.5 W, 1.72 mJ/IO, trade-off 2.400; n0 71.0, n1 20.5"),
+        "{title}"
+    );
+
     let health = line_with(&lines, "dispatched");
     for want in [
         "123k",
@@ -168,7 +175,7 @@ fn eight_nodes_all_rows_visible() {
     assert!(all.contains("n0 threshold 2"), "{all}");
     assert!(all.contains("(6 more lines do not fit)"), "{all}");
     assert!(
-        all.contains("n4 IOPS 5000") && !all.contains("n5 "),
+        all.contains("n4 IOPS 5000") && !all.contains("n5 threshold") && !all.contains("n5 IOPS"),
         "{all}"
     );
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use esn_controller::{Decision, PenaltySource};
 use esn_stats::{
-    CostReport, DevT, DeviceReport, Health, IntervalStats, LatKind, LatencyReport, Locality,
-    NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind, TaskReport, TrackingReport,
+    CostReport, DevT, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
+    LatencyReport, Locality, NodeEnergy, NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind,
+    TaskReport, TrackingReport,
 };
 use esn_tui::{App, Mode};
 use ratatui::backend::TestBackend;
@@ -178,6 +179,25 @@ pub fn two_nodes() -> IntervalStats {
             max_wait_ns: Some(2_097_152),
             watchdog_timeout_ms: 30_000,
         },
+        energy: Some(EnergyStats {
+            source: EnergySource::Estimated,
+            nodes: vec![
+                NodeEnergy {
+                    node: 0,
+                    joules: 71.0,
+                    watts: 71.0,
+                },
+                NodeEnergy {
+                    node: 1,
+                    joules: 20.5,
+                    watts: 20.5,
+                },
+            ],
+            joules: 91.5,
+            watts: 91.5,
+            joules_per_io: Some(0.00172),
+            tradeoff: Some(2.4),
+        }),
         io: report(
             vec![
                 device("nvme0n1", 0, Some(0), 45_210.0, 185.2),
@@ -222,6 +242,15 @@ pub fn many_nodes(n: u32) -> IntervalStats {
         .map(|i| node_io(i, 1000 * u64::from(i + 1), 10))
         .collect();
     s.io.devices.truncate(1);
+    if let Some(e) = s.energy.as_mut() {
+        e.nodes = (0..n)
+            .map(|i| NodeEnergy {
+                node: i,
+                joules: 20.0 + f64::from(i),
+                watts: 20.0 + f64::from(i),
+            })
+            .collect();
+    }
     s
 }
 
@@ -232,6 +261,7 @@ pub fn observe_only() -> IntervalStats {
     s.nodes.clear();
     s.control.clear();
     s.health = Health::default();
+    s.energy = None;
     s
 }
 

@@ -3,6 +3,8 @@
 //! every stats reading, so an interval's busy % is a difference like every
 //! other figure.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 /// Ticks of one node's CPUs since boot.
@@ -10,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub struct NodeTicks {
     pub busy: u64,
     pub total: u64,
+    /// CPUs whose ticks are summed (the node's online CPUs then).
+    #[serde(default)]
+    pub cpus: u32,
 }
 
 impl NodeTicks {
@@ -50,7 +55,8 @@ pub fn parse(proc_stat: &str, cpu_node: &[u8], nr_nodes: usize) -> Vec<NodeTicks
         let idle = v[3] + v.get(4).copied().unwrap_or(0);
         let total: u64 = v.iter().sum();
         slot.total += total;
-        slot.busy += total - idle;
+        slot.busy += total.saturating_sub(idle);
+        slot.cpus += 1;
     }
     out
 }
@@ -58,7 +64,12 @@ pub fn parse(proc_stat: &str, cpu_node: &[u8], nr_nodes: usize) -> Vec<NodeTicks
 /// The machine's reading now; empty (no busy %) when /proc/stat is not
 /// readable, which only loses that column.
 pub fn read(cpu_node: &[u8], nr_nodes: usize) -> Vec<NodeTicks> {
-    std::fs::read_to_string("/proc/stat")
+    read_from(Path::new("/proc/stat"), cpu_node, nr_nodes)
+}
+
+/// [`read`] from another file (a fake /proc/stat in tests).
+pub fn read_from(proc_stat: &Path, cpu_node: &[u8], nr_nodes: usize) -> Vec<NodeTicks> {
+    std::fs::read_to_string(proc_stat)
         .map(|text| parse(&text, cpu_node, nr_nodes))
         .unwrap_or_default()
 }
@@ -84,14 +95,16 @@ ctxt 999
             ticks[0],
             NodeTicks {
                 busy: 500,
-                total: 2050
+                total: 2050,
+                cpus: 2
             }
         );
         assert_eq!(
             ticks[1],
             NodeTicks {
                 busy: 20,
-                total: 100
+                total: 100,
+                cpus: 1
             }
         );
     }
@@ -101,10 +114,12 @@ ctxt 999
         let a = NodeTicks {
             busy: 500,
             total: 1800,
+            cpus: 2,
         };
         let b = NodeTicks {
             busy: 800,
             total: 2200,
+            cpus: 2,
         };
         assert_eq!(b.busy_pct_since(&a), Some(75.0));
         assert_eq!(a.busy_pct_since(&a), None);
