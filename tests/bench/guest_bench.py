@@ -400,7 +400,8 @@ def energy_meter():
 
 
 def energy_figures(meter, point):
-    """Watts over the window, mJ per I/O and the research's trade-off,
+    """Mean watts from the load's start (ramp included) to its end, mJ per
+    I/O (those watts over fio's window) and the research's trade-off,
     throughput / (latency x energy): IOPS / (mean latency ms x mJ per I/O)."""
     meter.send_signal(signal.SIGINT)
     try:
@@ -416,6 +417,7 @@ def energy_figures(meter, point):
     e = json.loads(out)
     point["energy_source"] = e["source"]
     point["energy_w"] = e["watts"]
+    point["energy_window_s"] = e["elapsed_s"]
     if point.get("ios") and point.get("window_s"):
         point["energy_per_io_mj"] = 1e3 * e["watts"] * point["window_s"] / point["ios"]
         if point.get("lat_mean_us") and point.get("iops"):
@@ -435,6 +437,10 @@ def run_point(load, sched_name, ctx):
         # A scheduler that does not load is a failed point like any other.
         sched = Scheduler(sched_name, tag)
         point["sched_load_s"] = round(sched.load_s, 2)
+        # Before the load: started under 8 fio jobs, the meter's own start
+        # took seconds in the VM and its window missed most of the point.
+        # Its mean power then covers the ramp too, where the load runs alike.
+        meter = energy_meter()
         fio_json = os.path.join(WORK, f"fio-{tag}.json")
         if kind in ("io", "hog-io"):
             procs["fio"] = subprocess.Popen(
@@ -458,7 +464,6 @@ def run_point(load, sched_name, ctx):
             procs["probe"] = subprocess.Popen(probe_command(runtime),
                                               stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True)
-        meter = energy_meter()
         bios0 = ctx["referee"].snapshot()
         stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
         own0 = proc_cpu_ticks(sched.proc)
