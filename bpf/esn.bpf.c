@@ -23,6 +23,9 @@
  *     vtime on the node's own clock, and a CPU serves the head that used
  *     less CPU, the I/O queue on ties: a placed task that turns CPU-heavy
  *     gets its fair share, no more.
+ *   - A run's vtime charge is scaled by the task's I/O priority class
+ *     (ionice): RT-class tasks pay less and run ahead, IDLE-class ones pay
+ *     more and yield (ioprio_rt_boost, ioprio_idle_penalty).
  *
  * Userspace (scx_esn/src/sched.rs) fills the topology rodata before load, the
  * device and threshold maps before attach, and its controller (control.rs)
@@ -77,6 +80,19 @@ const volatile u64 io_steal_after_ns = 50ULL * 1000 * 1000;
  * waiting 2-3 ms for a CPU and doubled fio's own p99.
  */
 const volatile u64 io_preempt_after_ns = 1000ULL * 1000;
+
+/*
+ * I/O priority classes (ionice), without changing applications: a task of
+ * the RT class is charged its CPU time divided by this and may keep this
+ * many times the lag at a wake-up, so it runs ahead of best-effort tasks in
+ * the vtime queues; 1 treats it like any other.
+ */
+const volatile u64 ioprio_rt_boost = 4;
+
+/* ... and an IDLE-class task is charged its CPU time times this and keeps
+ * this share of the lag: it yields the CPU to the others. 1 treats it like
+ * any other. */
+const volatile u64 ioprio_idle_penalty = 4;
 
 /*
  * sched_ext's watchdog unloads us when a runnable task waits this long. The
@@ -170,6 +186,8 @@ struct esn_sched_task {
 	u8 woke_node;	 /* task_io_node() at select_cpu (ESN_NO_NODE: fair) */
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
+	u8 ioprio_class; /* enum esn_ioprio_class, as last read */
+	u64 ioprio_read_at; /* when (sched_now): reread every IOPRIO_REREAD_NS */
 };
 
 struct {
@@ -615,6 +633,50 @@ static __always_inline u64 max_ahead_ns(u32 node)
 	return MAX_AHEAD_WAIT_NS / (queued ? queued : 1);
 }
 
+/* ionice changes are rare; a task's class is read at most this often. */
+#define IOPRIO_REREAD_NS (100ULL * 1000 * 1000)
+
+#define IOPRIO_CLASS_SHIFT_BITS 13
+
+/* @p's I/O priority class (its io_context's, set by ioprio_set(2)); a task
+ * without one, or without a class in it, is best effort. */
+static u8 task_ioprio_class(struct task_struct *p, struct esn_sched_task *st,
+			    u64 now)
+{
+	struct io_context *ioc;
+	u8 class;
+
+	if (st->ioprio_read_at && now - st->ioprio_read_at < IOPRIO_REREAD_NS)
+		return st->ioprio_class;
+	ioc = BPF_CORE_READ(p, io_context);
+	class = ioc ? BPF_CORE_READ(ioc, ioprio) >> IOPRIO_CLASS_SHIFT_BITS : 0;
+	if (class != ESN_IOPRIO_RT && class != ESN_IOPRIO_IDLE)
+		class = ESN_IOPRIO_BE;
+	st->ioprio_class = class;
+	st->ioprio_read_at = now ?: 1;
+	return class;
+}
+
+/*
+ * The lag @p may keep behind its node's clock, @lag for a best-effort task:
+ * an RT-class task keeps ioprio_rt_boost times as much, so at a wake-up it
+ * queues ahead of best-effort wakers (most I/O tasks sleep at every request,
+ * and a charge alone would be erased by the clamp); an IDLE-class one keeps
+ * a share, and queues behind them.
+ */
+static __always_inline u64 ioprio_lag(struct task_struct *p,
+				      struct esn_sched_task *st, u64 lag)
+{
+	switch (task_ioprio_class(p, st, sched_now())) {
+	case ESN_IOPRIO_RT:
+		return lag * ioprio_rt_boost;
+	case ESN_IOPRIO_IDLE:
+		return lag / (ioprio_idle_penalty ?: 1);
+	default:
+		return lag;
+	}
+}
+
 /*
  * @p's vtime for waiting on @node, written back to the task, within the
  * bounds above. A task that changed node keeps its lag, measured against
@@ -641,7 +703,7 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 		st->vtime_node = node;
 	}
 	lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns : MAX_LAG_SLICES * slice_ns;
-	lag = scale_by_task_weight_inverse(p, lag);
+	lag = ioprio_lag(p, st, scale_by_task_weight_inverse(p, lag));
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
 	/* The queue lengths are two kfunc calls: only for a task ahead at all. */
@@ -656,15 +718,40 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
- * The vtime @p's current run costs so far: the time since ops.running,
- * inversely to weight (nice). 0 when it is not running.
+ * The vtime @p's run so far costs it: the CPU time used, inversely to
+ * weight (nice), then scaled by its I/O priority class.
  */
 static __always_inline u64 run_charge(struct task_struct *p,
 				      struct esn_sched_task *st, u64 now)
 {
+	u64 charge;
+
 	if (!st->running_at || !time_after(now, st->running_at))
 		return 0;
-	return scale_by_task_weight_inverse(p, now - st->running_at);
+	charge = scale_by_task_weight_inverse(p, now - st->running_at);
+	switch (task_ioprio_class(p, st, now)) {
+	case ESN_IOPRIO_RT:
+		return charge / (ioprio_rt_boost ?: 1);
+	case ESN_IOPRIO_IDLE:
+		return charge * ioprio_idle_penalty;
+	default:
+		return charge;
+	}
+}
+
+/* The stats' CPU time per I/O priority class, for a run that ended. */
+static __always_inline void count_run_by_ioprio(struct esn_sched_task *st,
+						u64 now)
+{
+	u32 idx = ESN_STAT_RUN_NS_IOPRIO_BE;
+
+	if (!st->running_at || !time_after(now, st->running_at))
+		return;
+	if (st->ioprio_class == ESN_IOPRIO_RT)
+		idx = ESN_STAT_RUN_NS_IOPRIO_RT;
+	else if (st->ioprio_class == ESN_IOPRIO_IDLE)
+		idx = ESN_STAT_RUN_NS_IOPRIO_IDLE;
+	stat_add(idx, now - st->running_at);
 }
 
 /*
@@ -1221,7 +1308,8 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 }
 
 /*
- * Charge the CPU time actually used, inversely to weight (nice). Not the
+ * Charge the CPU time actually used, inversely to weight (nice) and scaled
+ * by the I/O priority class (ioprio_rt_boost, ioprio_idle_penalty). Not the
  * slice consumed: a preemption zeroes the running task's slice, and a task
  * preempted by a placed one microseconds into its run would be charged a
  * whole slice at every I/O completion. A task stopped while still runnable
@@ -1236,6 +1324,7 @@ void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
 	if (!st)
 		return;
 	charge = run_charge(p, st, now);
+	count_run_by_ioprio(st, now);
 	if (charge)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + charge);
 	st->running_at = 0;

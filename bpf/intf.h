@@ -85,7 +85,19 @@ enum esn_stat {
 	ESN_STAT_RQ_NO_ISSUE_TIME, /* completed without an issue time: no device
 				    * latency (userspace then attaches the
 				    * issue hook) */
+	/* CPU time, in ns, of tasks by I/O priority class (ionice) */
+	ESN_STAT_RUN_NS_IOPRIO_RT,
+	ESN_STAT_RUN_NS_IOPRIO_BE,	/* best effort, and tasks without a class */
+	ESN_STAT_RUN_NS_IOPRIO_IDLE,
 	ESN_NR_STATS,
+};
+
+/* I/O priority classes (the kernel's IOPRIO_CLASS_*: ionice -c). */
+enum esn_ioprio_class {
+	ESN_IOPRIO_NONE,	/* not set: best effort, from the nice value */
+	ESN_IOPRIO_RT,
+	ESN_IOPRIO_BE,
+	ESN_IOPRIO_IDLE,
 };
 
 /* Request operation classes, as reported. */

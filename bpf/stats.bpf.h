@@ -21,4 +21,12 @@ static __always_inline void stat_inc(u32 idx)
 		(*cnt)++;
 }
 
+static __always_inline void stat_add(u32 idx, u64 value)
+{
+	u64 *cnt = bpf_map_lookup_elem(&stats, &idx);
+
+	if (cnt)
+		*cnt += value;
+}
+
 #endif /* __ESN_STATS_BPF_H */

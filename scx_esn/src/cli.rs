@@ -441,6 +441,22 @@ pub struct SchedOpts {
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub slice_us: u64,
 
+    /// I/O priority classes without changing applications: a task whose
+    /// I/O priority class is RT (`ionice -c1`) is charged its CPU time
+    /// divided by N in the vtime queues and keeps N times the lag when it
+    /// wakes, so it runs ahead of best-effort tasks (1: no precedence). The CPU time per class shows in the stats
+    /// (run_ns_ioprio_rt, _be, _idle).
+    #[arg(long, default_value_t = 4, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub ioprio_rt_boost: u64,
+
+    /// ... and an IDLE-class task (`ionice -c3`) is charged its CPU time
+    /// times N and keeps 1/N of the lag: it yields the CPU to the others
+    /// (1: like any task).
+    #[arg(long, default_value_t = 4, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub ioprio_idle_penalty: u64,
+
     /// Decayed I/O score at which a task counts as I/O-bound. With the
     /// default half-life, 8 means about 55 block I/Os per second. A placed
     /// task stays I/O-bound down to a quarter of it (hysteresis).

@@ -33,6 +33,9 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "cpu_released",
     "rq_issue_kept",
     "rq_no_issue_time",
+    "run_ns_ioprio_rt",
+    "run_ns_ioprio_be",
+    "run_ns_ioprio_idle",
 ];
 
 pub type Counters = [u64; NAMES.len()];

@@ -194,6 +194,8 @@ impl<'a> Scheduler<'a> {
             .context("BPF object has no rodata")?;
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.io_min_score = opts.io_min_score;
+        rodata.ioprio_rt_boost = opts.ioprio_rt_boost;
+        rodata.ioprio_idle_penalty = opts.ioprio_idle_penalty;
         rodata.io_half_life_ns = opts.io_half_life_ms * 1_000_000;
         rodata.io_idle_ns = opts.io_idle_ms * 1_000_000;
         rodata.io_steal_after_ns = opts.io_steal_after_ms * 1_000_000;

@@ -191,6 +191,17 @@ pub fn render(s: &IntervalStats) -> String {
         h.watchdog_margin_pct()
             .map_or("-".to_string(), |m| format!("{m:.1}%"))
     );
+    let class_ms = |name: &str| s.counters.get(name).copied().unwrap_or(0) as f64 / 1e6;
+    let (rt, idle) = (class_ms("run_ns_ioprio_rt"), class_ms("run_ns_ioprio_idle"));
+    // Only where a class other than best effort ran: the usual case says
+    // nothing new.
+    if rt > 0.0 || idle > 0.0 {
+        let _ = writeln!(
+            out,
+            "I/O priority classes, CPU time: rt {rt:.1} ms, be {:.1} ms, idle {idle:.1} ms",
+            class_ms("run_ns_ioprio_be")
+        );
+    }
     if let Some(e) = &s.energy {
         let _ = writeln!(out, "{}", render_energy(e));
     }

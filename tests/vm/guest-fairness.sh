@@ -33,11 +33,21 @@
 #      its run's charge (x100 at weight 1) times 12 tasks per CPU: seconds.
 #      A soak with 18 runnable tasks on a CPU stalled so (khugepaged, nice
 #      19: "failed to run for 5.152s").
+#   P. I/O priority classes: two fio runs of 4 jobs each, one under
+#      `ionice -c1` (RT) and one under `ionice -c2 -n7` (best effort), all
+#      allowed on CPUs 2-3 only, ESN_FIO_RUNTIME seconds. In the VM a psync
+#      read costs more CPU than device time, so the 8 jobs queue for the 2
+#      CPUs (with 2+2 the CPUs idled often enough that a waker rarely
+#      queued: shares 0.54 against 0.50), and all are I/O-bound (none
+#      preempts another). The RT run's share
+#      of the IOPS (fio's own figures) under scx_esn is at least
+#      ESN_IOPRIO_GAIN (0.10) above its share under EEVDF, which shares the
+#      CPU by nice alone (and the NVMe queue ignores classes).
 #   L. scx_esn is still loaded at the end, with no sched_ext error in dmesg.
 # Environment: ESN_BIN, ESN_SCHED_ARGS, ESN_LOAD_TIMEOUT (30), ESN_FIO_RUNTIME
 # (15), ESN_SPIN_SECS (10), ESN_RT_MAX_MS (250), ESN_RT_REPEATS (3),
-# ESN_CROWD (24), ESN_FAIR_LOADS (N R S W: the loads to run, e.g. R alone to
-# chase the race).
+# ESN_CROWD (24), ESN_IOPRIO_GAIN (0.10), ESN_FAIR_LOADS (N R S W P: the
+# loads to run, e.g. R alone to chase the race).
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
@@ -50,7 +60,8 @@ spin_secs=${ESN_SPIN_SECS:-10}
 rt_max_ms=${ESN_RT_MAX_MS:-250}
 rt_repeats=${ESN_RT_REPEATS:-3}
 crowd=${ESN_CROWD:-24}
-loads=" ${ESN_FAIR_LOADS:-N R S W} "
+ioprio_gain=${ESN_IOPRIO_GAIN:-0.10}
+loads=" ${ESN_FAIR_LOADS:-N R S W P} "
 sched_out=$ESN_WORK/scx_esn.stdout
 sched_err=$ESN_WORK/scx_esn.stderr
 clk_tck=$(getconf CLK_TCK)
@@ -151,6 +162,29 @@ PY
 	say "$label: fio 2 jobs beside an RT spinner on CPU 3: p99.9 $RT_P999_MS ms, max $RT_MAX_MS ms, $RT_IOPS IOPS"
 }
 
+# ioprio_run LABEL: the P load; sets RT_SHARE (the RT-class run's share of
+# the two runs' IOPS) and IOPRIO_IOPS ("RT/BE" IOPS).
+ioprio_run() {
+	local label=$1 rt_json=$ESN_WORK/ioprio-rt.$1.json be_json=$ESN_WORK/ioprio-be.$1.json vars rt_pid
+	local -a rt_fio be_fio
+	fio_randread_args "$dev" 4 "$runtime" --output-format=json --output="$rt_json"
+	rt_fio=(ionice -c1 -n4 taskset -c 2,3 "${FIO[@]}")
+	fio_randread_args "$dev" 4 "$runtime" --output-format=json --output="$be_json"
+	be_fio=(ionice -c2 -n7 taskset -c 2,3 "${FIO[@]}")
+	timeout -k 5 $((runtime + 60)) "${rt_fio[@]}" >>"$ESN_WORK/commands.log" 2>&1 &
+	rt_pid=$!
+	timeout -k 5 $((runtime + 60)) "${be_fio[@]}" >>"$ESN_WORK/commands.log" 2>&1
+	wait "$rt_pid"
+	vars=$(python3 - "$rt_json" "$be_json" <<'PY'
+import json, sys
+rt, be = (json.load(open(f))["jobs"][0]["read"]["iops"] for f in sys.argv[1:3])
+print(f"RT_SHARE={rt / (rt + be) if rt + be else 0:.3f} IOPRIO_IOPS={rt:.0f}/{be:.0f}")
+PY
+) || vars="RT_SHARE=-1 IOPRIO_IOPS=-"
+	eval "$vars"
+	say "$label: fio 4 jobs ionice RT and 4 jobs BE on CPUs 2-3: IOPS RT/BE $IOPRIO_IOPS, RT share $RT_SHARE"
+}
+
 say "fairness test on $(uname -r); bin=$bin ${sched_args[*]}"
 require_nvme_and_sched_ext
 [[ -x $bin ]] || { check "scx_esn binary" 0 "not found at $bin; run make first"; finish_all; }
@@ -165,6 +199,10 @@ fi
 if runs W; then
 	crowd_run EEVDF
 	ref_low=$LOW_TICKS ref_crowd=$CROWD_TICKS
+fi
+if runs P; then
+	ioprio_run eevdf
+	ref_share=$RT_SHARE ref_ioprio=$IOPRIO_IOPS
 fi
 if runs R; then
 	rt_run eevdf
@@ -203,6 +241,14 @@ if runs W; then
 	[[ $(sx_state) == enabled && $LOW_TICKS -gt 0 ]] && sched_alive && ok=1
 	check "W nice-19 among $crowd nice-0 spinners: no watchdog stall, it ran" "$ok" \
 		"scx_esn: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS, state $(sx_state); EEVDF: $ref_low, $ref_crowd"
+fi
+
+if runs P; then
+	ioprio_run scx_esn
+	ok=0
+	awk -v s="$RT_SHARE" -v r="$ref_share" -v g="$ioprio_gain" 'BEGIN { exit !(s >= 0 && r >= 0 && s >= r + g) }' && ok=1
+	check "P ionice RT job's IOPS share >= EEVDF's + $ioprio_gain" "$ok" \
+		"scx_esn RT share $RT_SHARE (IOPS RT/BE $IOPRIO_IOPS), EEVDF $ref_share ($ref_ioprio); scx_esn's last interval with RT CPU time: $(grep 'I/O priority classes' "$sched_out" | tail -n1)"
 fi
 
 # ---- S. a slot held by a task that left sched_ext ----------------------------------
