@@ -238,9 +238,8 @@ pub fn render_energy(e: &esn_stats::live::EnergyStats) -> String {
         nodes.join(", "),
         e.watts,
         e.joules,
-        e.joules_per_io
-            .map_or("-".to_string(), |j| format!("{:.2} mJ", j * 1e3)),
-        e.tradeoff.map_or("-".to_string(), |t| format!("{t:.3}"))
+        e.per_io_text(),
+        e.tradeoff_text()
     )
 }
 

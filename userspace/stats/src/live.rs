@@ -176,6 +176,17 @@ pub struct EnergyStats {
 }
 
 impl EnergyStats {
+    /// "12.34 mJ", or "-" without I/O: as `--stats` and `top` print it.
+    pub fn per_io_text(&self) -> String {
+        self.joules_per_io
+            .map_or("-".to_string(), |j| format!("{:.2} mJ", j * 1e3))
+    }
+
+    /// "3.333", or "-" without I/O or latency samples.
+    pub fn tradeoff_text(&self) -> String {
+        self.tradeoff.map_or("-".to_string(), |t| format!("{t:.3}"))
+    }
+
     /// Adds what the interval's I/O report says the energy bought.
     pub fn with_io(mut self, io: &Report) -> EnergyStats {
         let reqs: u64 = io.devices.iter().map(|d| d.reqs).sum();

@@ -460,10 +460,8 @@ fn energy_title(e: &EnergyStats) -> String {
         "energy ({}) {:.1} W, {}/IO, trade-off {}; {} ",
         e.source.as_str(),
         e.watts,
-        e.joules_per_io
-            .map_or(fmt::NONE.to_string(), |j| format!("{:.2} mJ", j * 1e3)),
-        e.tradeoff
-            .map_or(fmt::NONE.to_string(), |t| format!("{t:.3}")),
+        e.per_io_text(),
+        e.tradeoff_text(),
         nodes.join(", ")
     )
 }
