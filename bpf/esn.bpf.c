@@ -187,6 +187,7 @@ struct esn_sched_task {
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
 	u8 ioprio_class; /* enum esn_ioprio_class, as last read */
+	bool rescued;	 /* run out of vtime order (run_starving) */
 	u64 ioprio_read_at; /* when (sched_now): reread every IOPRIO_REREAD_NS */
 };
 
@@ -768,6 +769,21 @@ static __always_inline void advance_clock(struct task_struct *p,
 }
 
 /*
+ * @p was run out of vtime order because it starved (run_starving): it runs
+ * at its node's clock rather than pushing the clock out to its own vtime,
+ * which would hand every task waiting there the same distance as lag.
+ */
+static __always_inline void rejoin_clock(struct task_struct *p,
+					 struct esn_sched_task *st, u32 node)
+{
+	u64 vtime = task_vtime_on(p, st, node, 0), *clock = node_clock(node);
+
+	st->rescued = false;
+	if (clock && time_after(vtime, *clock))
+		scx_bpf_task_set_dsq_vtime(p, *clock);
+}
+
+/*
  * @p is about to wait for a CPU of @node: its vtime moves onto @node's
  * clock, and the wait that starts is charged to @node (account_wait).
  */
@@ -1180,6 +1196,58 @@ static bool prev_keeps_cpu(struct task_struct *prev,
 }
 
 /*
+ * Vtime order alone bounds no wait. A task ahead of its node's clock waits
+ * until the clock reaches it, and the clock advances only as fast as the
+ * node's CPUs over its runnable tasks: max_ahead_ns caps the distance for
+ * the queue length at enqueue, but a queue that then grows tenfold (fork
+ * and wake-up storms) makes the wait ten times longer. In a soak under
+ * hackbench, pthread churn and CPU hotplug, khugepaged (nice 19) waited out
+ * the watchdog that way. So a CPU looks through its node's queues at most
+ * every STARVE_SCAN_NS for a task that has waited STARVE_AFTER_NS and may
+ * run here, and runs it first; while it finds one it keeps looking.
+ */
+#define STARVE_AFTER_NS (1000ULL * 1000 * 1000)
+#define STARVE_SCAN_NS (100ULL * 1000 * 1000)
+
+/* When each node's queues were last looked through and held no starving
+ * task (races between CPUs only cost a scan). */
+u64 node_starve_scan_at[ESN_MAX_NODES];
+
+static bool move_starving(u64 dsq_id, s32 cpu, u64 now)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		struct esn_sched_task *st = sched_task(p);
+
+		if (!st || !st->runnable_at ||
+		    now - st->runnable_at < STARVE_AFTER_NS ||
+		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		st->rescued = true;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			stat_inc(ESN_STAT_STARVED_RUN);
+			return true;
+		}
+		st->rescued = false;
+	}
+	return false;
+}
+
+static bool run_starving(s32 cpu, u32 node, u64 now)
+{
+	u64 *scan_at = MEMBER_VPTR(node_starve_scan_at, [node]);
+
+	if (!scan_at || now - *scan_at < STARVE_SCAN_NS)
+		return false;
+	if (move_starving(fair_dsq(node), cpu, now) ||
+	    move_starving(io_dsq(node), cpu, now))
+		return true;
+	*scan_at = now;
+	return false;
+}
+
+/*
  * A CPU needs work: its node's queues first, then other nodes' fair queues
  * nearest first. Another node's I/O queue only when its head waited too
  * long: taking it earlier would undo the placement while the home node
@@ -1191,9 +1259,11 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 	u32 node = node_of_cpu(cpu);
 	struct task_struct *io_head = queue_head(io_dsq(node));
 	struct task_struct *fair_head = queue_head(fair_dsq(node));
-	u64 now;
+	u64 now = sched_now();
 	u32 i;
 
+	if (run_starving(cpu, node, now))
+		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    prev_keeps_cpu(prev, io_head, fair_head)) {
 		scx_bpf_task_set_slice(prev, slice_ns);
@@ -1214,7 +1284,6 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 		}
 	}
 
-	now = sched_now();
 	bpf_for(i, 0, nr_nodes) {
 		u8 other = nth_neighbour(node, i);
 
@@ -1304,6 +1373,8 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 	st->woke_node_set = false;
 	account_wait(st, cpu, now);
 	st->running_at = now;
+	if (st->rescued)
+		rejoin_clock(p, st, node_of_cpu(cpu));
 	advance_clock(p, st, node_of_cpu(cpu));
 }
 
@@ -1460,6 +1531,56 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
 	return bpf_timer_start(&st->timer, timer_interval_ns(), 0);
 }
 
+/* A debug dump lists at most this many tasks of each queue. */
+#define DUMP_TASKS_PER_QUEUE 16
+
+/*
+ * One queue of a debug dump: each task's distance from its node's clock and
+ * how long it has waited, so a stall report shows whether the task that
+ * failed to run was ordered behind the others (vtime far ahead) or simply
+ * not reached.
+ */
+static void dump_queue(const char *name, u64 dsq_id, u64 clock, u64 now)
+{
+	struct task_struct *p;
+	u32 shown = 0;
+
+	scx_bpf_dump("  %s queue: %d waiting\n", name,
+		     scx_bpf_dsq_nr_queued(dsq_id));
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		struct esn_sched_task *st = sched_task(p);
+		u64 waited = 0;
+
+		if (shown++ >= DUMP_TASKS_PER_QUEUE)
+			break;
+		if (st && st->runnable_at && now > st->runnable_at)
+			waited = now - st->runnable_at;
+		scx_bpf_dump("    %s[%d] weight %u cpus %d vtime-clock %lldus waited %llums\n",
+			     p->comm, p->pid, p->scx.weight, p->nr_cpus_allowed,
+			     (s64)(p->scx.dsq_vtime - clock) / 1000,
+			     waited / (1000 * 1000));
+	}
+}
+
+/*
+ * Appended to the kernel's debug dump when the scheduler exits on an error
+ * or a stall (scx_esn prints it): every node's clock and queues.
+ */
+void BPF_STRUCT_OPS(esn_dump, struct scx_dump_ctx *dctx)
+{
+	u64 now = sched_now();
+	u32 node;
+
+	bpf_for(node, 0, nr_nodes) {
+		u64 *clock = node_clock(node);
+		u64 at = clock ? *clock : 0;
+
+		scx_bpf_dump("node %u: clock %lluus\n", node, at / 1000);
+		dump_queue("fair", fair_dsq(node), at, now);
+		dump_queue("I/O", io_dsq(node), at, now);
+	}
+}
+
 /* Keep the exit reason for userspace to report. */
 void BPF_STRUCT_OPS(esn_exit, struct scx_exit_info *ei)
 {
@@ -1480,5 +1601,6 @@ SCX_OPS_DEFINE(esn_ops,
 	       .exit_task = (void *)esn_exit_task,
 	       .init = (void *)esn_init,
 	       .exit = (void *)esn_exit,
+	       .dump = (void *)esn_dump,
 	       .timeout_ms = WATCHDOG_TIMEOUT_MS,
 	       .name = "esn");

@@ -89,6 +89,7 @@ enum esn_stat {
 	ESN_STAT_RUN_NS_IOPRIO_RT,
 	ESN_STAT_RUN_NS_IOPRIO_BE,	/* best effort, and tasks without a class */
 	ESN_STAT_RUN_NS_IOPRIO_IDLE,
+	ESN_STAT_STARVED_RUN,	/* waited past STARVE_AFTER_NS: run out of order */
 	ESN_NR_STATS,
 };
 

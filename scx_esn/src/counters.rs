@@ -36,6 +36,7 @@ pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
     "run_ns_ioprio_rt",
     "run_ns_ioprio_be",
     "run_ns_ioprio_idle",
+    "starved_run",
 ];
 
 pub type Counters = [u64; NAMES.len()];

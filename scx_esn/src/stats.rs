@@ -122,6 +122,7 @@ pub fn interval(before: &Cumulative, now: &Cumulative, devices: &DeviceTable) ->
             "fair_direct",
             "fair_queued",
             "fair_stolen",
+            "starved_run",
         ]
         .iter()
         .map(|n| counter(n))

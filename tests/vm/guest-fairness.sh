@@ -33,6 +33,11 @@
 #      its run's charge (x100 at weight 1) times 12 tasks per CPU: seconds.
 #      A soak with 18 runnable tasks on a CPU stalled so (khugepaged, nice
 #      19: "failed to run for 5.152s").
+#   G. the same crowd joining one by one (ESN_CROWD spinners, 0.1 s apart)
+#      after the nice-19 spinner has run 3 s beside one nice-0 spinner: it is
+#      queued far ahead of its node's clock while the queue is short, and the
+#      clock then slows as the queue grows (a soak stalled on khugepaged so
+#      after CPU hotplug). Same checks as W.
 #   P. I/O priority classes: two fio runs of 4 jobs each, one under
 #      `ionice -c1` (RT) and one under `ionice -c2 -n7` (best effort), all
 #      allowed on CPUs 2-3 only, ESN_FIO_RUNTIME seconds. In the VM a psync
@@ -46,7 +51,7 @@
 #   L. scx_esn is still loaded at the end, with no sched_ext error in dmesg.
 # Environment: ESN_BIN, ESN_SCHED_ARGS, ESN_LOAD_TIMEOUT (30), ESN_FIO_RUNTIME
 # (15), ESN_SPIN_SECS (10), ESN_RT_MAX_MS (250), ESN_RT_REPEATS (3),
-# ESN_CROWD (24), ESN_IOPRIO_GAIN (0.10), ESN_FAIR_LOADS (N R S W P: the
+# ESN_CROWD (24), ESN_IOPRIO_GAIN (0.10), ESN_FAIR_LOADS (N R S W G P: the
 # loads to run, e.g. R alone to chase the race).
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
@@ -61,7 +66,7 @@ rt_max_ms=${ESN_RT_MAX_MS:-250}
 rt_repeats=${ESN_RT_REPEATS:-3}
 crowd=${ESN_CROWD:-24}
 ioprio_gain=${ESN_IOPRIO_GAIN:-0.10}
-loads=" ${ESN_FAIR_LOADS:-N R S W P} "
+loads=" ${ESN_FAIR_LOADS:-N R S W G P} "
 sched_out=$ESN_WORK/scx_esn.stdout
 sched_err=$ESN_WORK/scx_esn.stderr
 clk_tck=$(getconf CLK_TCK)
@@ -119,26 +124,36 @@ nice_run() {
 	say "$label: CPU ticks nice-0 $n0, nice-10 $n10 (ratio $NICE_RATIO), pinned nice-19 $pin ($PIN_PCT % of its CPU)"
 }
 
-# crowd_run LABEL: the W load; sets LOW_TICKS (the nice-19 spinner's CPU
-# ticks) and CROWD_TICKS (the nice-0 spinners' mean).
+# crowd_run LABEL [ramp]: the W load, or with "ramp" the G load; sets
+# LOW_TICKS (the nice-19 spinner's CPU ticks) and CROWD_TICKS (the nice-0
+# spinners' mean).
 crowd_run() {
-	local label=$1 i p
+	local label=$1 ramp=${2:-} i p low total=0
 	local -A before
-	for ((i = 0; i < crowd; i++)); do spin 0 2,3; done
-	spin 19 2,3
-	sleep 2
+	if [[ $ramp ]]; then
+		spin 19 2,3
+		low=${spinners[0]}
+		spin 0 2,3
+		sleep 3
+		for ((i = 1; i < crowd; i++)); do
+			spin 0 2,3
+			sleep 0.1
+		done
+	else
+		for ((i = 0; i < crowd; i++)); do spin 0 2,3; done
+		spin 19 2,3
+		low=${spinners[crowd]}
+		sleep 2
+	fi
 	for p in "${spinners[@]}"; do before[$p]=$(cpu_ticks "$p"); done
 	sleep $((spin_secs * 2))
-	local total=0 n=0
 	for p in "${spinners[@]}"; do
-		((n < crowd)) && total=$((total + $(cpu_ticks "$p") - before[$p]))
-		n=$((n + 1))
+		[[ $p == "$low" ]] || total=$((total + $(cpu_ticks "$p") - before[$p]))
 	done
-	p=${spinners[crowd]}
-	LOW_TICKS=$(($(cpu_ticks "$p") - before[$p]))
+	LOW_TICKS=$(($(cpu_ticks "$low") - before[$low]))
 	CROWD_TICKS=$((total / crowd))
 	spin_stop
-	say "$label: $crowd nice-0 spinners and a nice-19 one on CPUs 2-3 for $((spin_secs * 2)) s: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS"
+	say "$label: $crowd nice-0 spinners${ramp:+ (joining one by one)} and a nice-19 one on CPUs 2-3 for $((spin_secs * 2)) s: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS"
 }
 
 # rt_run LABEL: the R load; sets RT_P999_MS RT_MAX_MS RT_IOPS (fio's figures).
@@ -200,6 +215,10 @@ if runs W; then
 	crowd_run EEVDF
 	ref_low=$LOW_TICKS ref_crowd=$CROWD_TICKS
 fi
+if runs G; then
+	crowd_run EEVDF ramp
+	ref_grow_low=$LOW_TICKS ref_grow_crowd=$CROWD_TICKS
+fi
 if runs P; then
 	ioprio_run eevdf
 	ref_share=$RT_SHARE ref_ioprio=$IOPRIO_IOPS
@@ -241,6 +260,14 @@ if runs W; then
 	[[ $(sx_state) == enabled && $LOW_TICKS -gt 0 ]] && sched_alive && ok=1
 	check "W nice-19 among $crowd nice-0 spinners: no watchdog stall, it ran" "$ok" \
 		"scx_esn: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS, state $(sx_state); EEVDF: $ref_low, $ref_crowd"
+fi
+
+if runs G; then
+	crowd_run scx_esn ramp
+	ok=0
+	[[ $(sx_state) == enabled && $LOW_TICKS -gt 0 ]] && sched_alive && ok=1
+	check "G nice-19 ahead, then $crowd nice-0 spinners join: no watchdog stall, it ran" "$ok" \
+		"scx_esn: nice-19 $LOW_TICKS ticks, nice-0 mean $CROWD_TICKS, state $(sx_state); EEVDF: $ref_grow_low, $ref_grow_crowd"
 fi
 
 if runs P; then
