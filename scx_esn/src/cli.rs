@@ -195,6 +195,9 @@ pub struct TopOpts {
     /// The stats socket to read (default /var/run/scx/root/stats).
     #[arg(long, value_name = "PATH", conflicts_with = "observe")]
     pub socket: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub energy: EnergyArgs,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -282,6 +285,9 @@ pub struct ObserveOpts {
     /// kernel stamps (tests the path of queues without block stats).
     #[arg(long, hide = true)]
     pub keep_issue_times: bool,
+
+    #[command(flatten)]
+    pub energy: EnergyArgs,
 }
 
 /// --objective's values, as esn_controller::Objective.

@@ -326,6 +326,7 @@ fn run_observer(opts: &SchedOpts, observe_opts: &cli::ObserveOpts) -> Result<()>
     observe::run(
         &topo,
         observe_opts,
+        &opts.sysfs,
         opts.io_half_life_ms,
         opts.verbose,
         &shutdown,
@@ -344,6 +345,7 @@ fn run_top(opts: &SchedOpts, top_opts: &cli::TopOpts) -> Result<()> {
     top::run(
         &topo,
         top_opts,
+        &opts.sysfs,
         opts.io_half_life_ms,
         opts.verbose,
         &shutdown,

@@ -4,18 +4,20 @@
 //! ```text
 //!  topology ─► rodata (CPU -> node) ─► hooks chosen from kernel BTF ─► load
 //!  ─► dev_home_node ─► attach ─► every --interval:
-//!        snapshot ─► delta vs the previous one ─► text or one JSON line
-//!        age out requests in flight too long
+//!        snapshot + energy reading ─► delta vs the previous ones
+//!        ─► text or one JSON line; age out requests in flight too long
 //!  ─► at --duration or SIGINT/SIGTERM: a "total" report since start, exit 0
 //! ```
 //!
 //! Needs root (BPF) and a kernel with BTF (5.11+), not sched_ext.
 
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use esn_power::energy::{self, Reading};
 use esn_stats::devt::{DevT, DeviceTable};
 use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
@@ -137,6 +139,7 @@ pub fn with_observer<T>(
 pub fn run(
     topo: &Topology,
     opts: &ObserveOpts,
+    sysfs: &Path,
     io_half_life_ms: u64,
     verbose: u8,
     shutdown: &AtomicBool,
@@ -157,11 +160,13 @@ pub fn run(
             keep_issue_times: opts.keep_issue_times,
         },
     };
+    let meter = crate::sched::energy_meter(sysfs, &opts.energy, &Plan::new(topo, None)?);
     with_observer(topo, &devices, &setup, |read| {
         let started = Instant::now();
-        let first = read()?;
+        let first = (read()?, meter.read());
         let mut prev = first.clone();
         let mut next = started + interval;
+        let mut keep_up = started + energy::KEEP_UP_EVERY;
         let report_opts = |kind| ReportOptions {
             device_filter: filter.clone(),
             top_tasks: opts.top,
@@ -173,10 +178,15 @@ pub fn run(
             let wake = deadline.map_or(next, |d| d.min(next));
             while Instant::now() < wake && !shutdown.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50).min(wake - Instant::now().min(wake)));
+                // RAPL counters wrap: a long --interval reads them between.
+                if Instant::now() >= keep_up {
+                    meter.read();
+                    keep_up += energy::KEEP_UP_EVERY;
+                }
             }
             let finished =
                 shutdown.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
-            let cur = read()?;
+            let cur = (read()?, meter.read());
             if Instant::now() >= next {
                 emit(
                     &prev,
@@ -201,16 +211,28 @@ pub fn run(
     })
 }
 
+/// One report between two readings, with the CPUs' energy between them.
+pub fn report_between(
+    prev: &(RawSnapshot, Reading),
+    cur: &(RawSnapshot, Reading),
+    devices: &DeviceTable,
+    opts: &ReportOptions,
+) -> esn_stats::report::Report {
+    let mut report = build_report(&prev.0, &cur.0, devices, opts);
+    report.energy = energy::interval(&prev.1, &cur.1).map(|e| e.with_io(&report));
+    report
+}
+
 /// Prints one report; a closed stdout is `output::Closed` (the caller
 /// stops: nobody reads the reports any more).
 fn emit(
-    prev: &RawSnapshot,
-    cur: &RawSnapshot,
+    prev: &(RawSnapshot, Reading),
+    cur: &(RawSnapshot, Reading),
     devices: &DeviceTable,
     opts: &ReportOptions,
     json: bool,
 ) -> Result<()> {
-    let report = build_report(prev, cur, devices, opts);
+    let report = report_between(prev, cur, devices, opts);
     if json {
         match serde_json::to_string(&report) {
             Ok(line) => crate::output::write(&format!("{line}\n")),

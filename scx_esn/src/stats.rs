@@ -204,7 +204,7 @@ pub fn render(s: &IntervalStats) -> String {
         );
     }
     if let Some(e) = &s.energy {
-        let _ = writeln!(out, "{}", render_energy(e));
+        let _ = writeln!(out, "{}", e.line());
     }
     out.push_str(&render_text(&s.io));
     let thresholds: Vec<u32> = {
@@ -222,26 +222,6 @@ pub fn render(s: &IntervalStats) -> String {
     };
     out.push_str(&control::format_decisions(&s.control, &thresholds));
     out
-}
-
-/// "energy (estimated): node 0 54.5 W, node 1 40.4 W; total 94.9 W, 12.3 mJ
-/// per I/O, trade-off 640": the source first, so an estimate is never read
-/// as a measurement.
-pub fn render_energy(e: &esn_stats::live::EnergyStats) -> String {
-    let nodes: Vec<String> = e
-        .nodes
-        .iter()
-        .map(|n| format!("node {} {:.1} W", n.node, n.watts))
-        .collect();
-    format!(
-        "energy ({}): {}; total {:.1} W ({:.1} J), {} per I/O, trade-off {}",
-        e.source.as_str(),
-        nodes.join(", "),
-        e.watts,
-        e.joules,
-        e.per_io_text(),
-        e.tradeoff_text()
-    )
 }
 
 /// A wait's upper bound in the unit that keeps it readable.

@@ -7,7 +7,9 @@
 //!                  (each request is one interval since the previous one;
 //!                   a lost connection shows "disconnected" and is retried)
 //!  observe mode:   observer BPF (blk-mq only, no sched_ext) ─► RawSnapshot
-//!                  ─► build_report(prev, now) ─► IntervalStats { io, rest empty }
+//!                  + energy meter ─► Reading
+//!                  ─► build_report(prev, now) ─► IntervalStats { io, energy,
+//!                                                              rest empty }
 //! ```
 //!
 //! Without `--observe`, top uses the socket when one exists; when none does
@@ -19,9 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use esn_power::energy::{Meter, Reading};
 use esn_stats::devt::DeviceTable;
 use esn_stats::live::IntervalStats;
-use esn_stats::report::{build_report, ReportKind, ReportOptions};
+use esn_stats::report::{ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
 use esn_topology::Topology;
 use esn_tui::{Mode, Source};
@@ -30,6 +33,7 @@ use scx_stats::prelude::StatsClient;
 use crate::blkobs::{self, HookPrefs};
 use crate::cli::{positive_secs, TopOpts};
 use crate::observe::{self, ObserverSetup};
+use crate::plan::Plan;
 
 /// Tasks listed per interval; the TUI sorts and trims them itself.
 const TOP_TASKS: usize = 20;
@@ -81,55 +85,59 @@ impl Source for SocketSource {
     }
 }
 
-/// Intervals computed from the observer's snapshots (no scheduler).
+/// Intervals computed from the observer's snapshots and the energy meter
+/// (no scheduler). Refreshes are at most 10 s apart, well inside the RAPL
+/// counters' wrap.
 pub struct ObserveSource<'r> {
     read: &'r mut dyn FnMut() -> Result<RawSnapshot>,
+    meter: Meter,
     devices: DeviceTable,
-    prev: RawSnapshot,
+    prev: (RawSnapshot, Reading),
 }
 
 impl<'r> ObserveSource<'r> {
     pub fn new(
         read: &'r mut dyn FnMut() -> Result<RawSnapshot>,
+        meter: Meter,
         devices: DeviceTable,
     ) -> Result<ObserveSource<'r>> {
-        let prev = read()?;
+        let prev = (read()?, meter.read());
         Ok(ObserveSource {
             read,
+            meter,
             devices,
             prev,
         })
     }
 }
 
-/// An interval of block I/O alone, in the scheduler's interval shape.
+/// An interval of block I/O and CPU energy alone, in the scheduler's
+/// interval shape.
 pub fn observe_interval(
-    prev: &RawSnapshot,
-    now: &RawSnapshot,
+    prev: &(RawSnapshot, Reading),
+    now: &(RawSnapshot, Reading),
     devices: &DeviceTable,
 ) -> IntervalStats {
+    let opts = ReportOptions {
+        device_filter: Vec::new(),
+        top_tasks: TOP_TASKS,
+        kind: ReportKind::Interval,
+    };
+    let mut io = observe::report_between(prev, now, devices, &opts);
     IntervalStats {
         counters: Default::default(),
         nodes: Vec::new(),
         control: Vec::new(),
         health: Default::default(),
-        energy: None,
-        io: build_report(
-            prev,
-            now,
-            devices,
-            &ReportOptions {
-                device_filter: Vec::new(),
-                top_tasks: TOP_TASKS,
-                kind: ReportKind::Interval,
-            },
-        ),
+        // Where the scheduler's intervals have it.
+        energy: io.energy.take(),
+        io,
     }
 }
 
 impl Source for ObserveSource<'_> {
     fn fetch(&mut self) -> Result<IntervalStats> {
-        let now = (self.read)()?;
+        let now = ((self.read)()?, self.meter.read());
         let stats = observe_interval(&self.prev, &now, &self.devices);
         self.prev = now;
         Ok(stats)
@@ -154,6 +162,7 @@ fn nix_is_root() -> bool {
 pub fn run(
     topo: &Topology,
     opts: &TopOpts,
+    sysfs: &Path,
     io_half_life_ms: u64,
     verbose: u8,
     shutdown: &AtomicBool,
@@ -187,8 +196,9 @@ pub fn run(
     };
     // libbpf and our own log lines would scribble over the screen.
     log::set_max_level(log::LevelFilter::Error);
+    let meter = crate::sched::energy_meter(sysfs, &opts.energy, &Plan::new(topo, None)?);
     observe::with_observer(topo, &devices, &setup, |read| {
-        let mut source = ObserveSource::new(read, devices.clone())
+        let mut source = ObserveSource::new(read, meter, devices.clone())
             .context("the first read of the observer's maps")?;
         esn_tui::run(&mut source, refresh, &should_quit)
     })
@@ -202,7 +212,7 @@ mod tests {
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
 
     #[test]
-    fn an_observe_interval_has_io_and_nothing_else() {
+    fn an_observe_interval_has_io_and_energy_and_nothing_else() {
         let devices = DeviceTable::new(vec![DeviceInfo {
             name: "nvme0n1".into(),
             dev: DevT::new(259, 0),
@@ -227,10 +237,26 @@ mod tests {
                 ..Default::default()
             },
         );
-        let s = observe_interval(&prev, &now, &devices);
+        let taken = std::time::Instant::now();
+        let reading = |secs: u64, joules: Vec<(u32, f64)>| Reading {
+            source: esn_stats::live::EnergySource::Estimated,
+            taken: taken + Duration::from_secs(secs),
+            joules,
+        };
+        let s = observe_interval(
+            &(prev, reading(0, vec![(0, 10.0), (1, 20.0)])),
+            &(now, reading(2, vec![(0, 110.0), (1, 70.0)])),
+            &devices,
+        );
         assert!(s.nodes.is_empty() && s.counters.is_empty() && s.control.is_empty());
         assert_eq!(s.io.devices[0].name, "nvme0n1");
         assert_eq!(s.io.devices[0].iops, Some(500.0));
+        // The energy is the interval's, where the scheduler's is, once.
+        let e = s.energy.expect("two readings of one source");
+        assert_eq!((e.joules, e.watts), (150.0, 75.0));
+        assert_eq!(e.nodes[1].watts, 25.0);
+        assert_eq!(e.joules_per_io, Some(150.0 / 500.0));
+        assert!(s.io.energy.is_none());
     }
 
     #[test]

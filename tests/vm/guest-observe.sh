@@ -9,7 +9,9 @@
 #     pinned to node 1's: >= 95 % local;
 #   - its request count within 5 % of bpftrace's independent bio count, and
 #     fio the top task;
-#   - the verifier's processed instructions per program (bpftool), reported.
+#   - the verifier's processed instructions per program (bpftool), reported;
+#   - the total report carries each node's CPU energy (the model, labelled
+#     estimated, within 14-95 W per node) and the energy per I/O.
 # Environment: ESN_FIO_RUNTIME (s, default 10).
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
@@ -54,6 +56,20 @@ t = [json.loads(l) for l in open(sys.argv[1]) if l.strip() and "\"total\"" in l]
 print(t["tasks"][0]["comm"] if t["tasks"] else "-")' "$OBS_OUT" 2>/dev/null || echo -)
 	check "observe pinned $cpus: top task is fio" "$([[ $top == fio ]] && echo 1 || echo 0)" "top: $top"
 done
+
+# The energy meter runs without the scheduler: the model here (no RAPL in a
+# VM), per node, within its watts (14 W deepest idle to 95 W busy per node).
+energy=$(python3 -c '
+import json, sys
+t = [json.loads(l) for l in open(sys.argv[1]) if l.strip() and "\"total\"" in l][0]
+e = t.get("energy") or {}
+ns = e.get("nodes", [])
+ok = e.get("source") == "estimated" and len(ns) == 2 and all(14 <= n["watts"] <= 95 for n in ns) \
+    and (e.get("joules_per_io") or 0) > 0
+print(int(ok), "%s: %s; total %.1f W, %.3f mJ per I/O" % (e.get("source"),
+    ", ".join("node %d %.1f W" % (n["node"], n["watts"]) for n in ns), e.get("watts", 0),
+    1e3 * (e.get("joules_per_io") or 0)))' "$OBS_OUT" 2>/dev/null || echo "0 no energy in the total report")
+check "observe: energy per node in the total report" "${energy%% *}" "${energy#* }"
 
 bio_trace_stop
 finish

@@ -187,6 +187,26 @@ impl EnergyStats {
         self.tradeoff.map_or("-".to_string(), |t| format!("{t:.3}"))
     }
 
+    /// "energy (estimated): node 0 54.5 W, node 1 40.4 W; total 94.9 W
+    /// (94.9 J), 12.30 mJ per I/O, trade-off 0.640": the source first, so an
+    /// estimate is never read as a measurement.
+    pub fn line(&self) -> String {
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("node {} {:.1} W", n.node, n.watts))
+            .collect();
+        format!(
+            "energy ({}): {}; total {:.1} W ({:.1} J), {} per I/O, trade-off {}",
+            self.source.as_str(),
+            nodes.join(", "),
+            self.watts,
+            self.joules,
+            self.per_io_text(),
+            self.tradeoff_text()
+        )
+    }
+
     /// Adds what the interval's I/O report says the energy bought.
     pub fn with_io(mut self, io: &Report) -> EnergyStats {
         let reqs: u64 = io.devices.iter().map(|d| d.reqs).sum();

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::devt::{DevT, DeviceTable};
 use crate::hist::LatHist;
+use crate::live::EnergyStats;
 use crate::snapshot::{IoCounters, Locality, Op, RawSnapshot};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -81,6 +82,11 @@ pub struct Report {
     pub tasks: Vec<TaskReport>,
     pub bpf: CostReport,
     pub tracking: TrackingReport,
+    /// The CPUs' energy during the report (`scx_esn observe`; in the
+    /// scheduler's intervals it is `IntervalStats::energy`, and this is
+    /// `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyStats>,
 }
 
 /// One whole disk, its partitions included.
@@ -218,6 +224,7 @@ pub fn build_report(
             inflight_full: counter_delta(cur.inflight_full, prev.inflight_full),
             aged_out: counter_delta(cur.aged_out, prev.aged_out),
         },
+        energy: None,
     }
 }
 
@@ -493,6 +500,10 @@ pub fn render_text(report: &Report) -> String {
     }
 
     out.push('\n');
+    if let Some(e) = &report.energy {
+        out.push_str(&e.line());
+        out.push('\n');
+    }
     out.push_str(&cost_line(&report.bpf));
     let t = &report.tracking;
     out.push_str(&format!(

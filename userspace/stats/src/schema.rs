@@ -11,7 +11,8 @@
 //!                                       ├─ nodes[]   NodeReport
 //!                                       ├─ tasks[]   TaskReport
 //!                                       ├─ bpf       CostReport
-//!                                       └─ tracking  TrackingReport
+//!                                       ├─ tracking  TrackingReport
+//!                                       └─ energy    EnergyStats (observe only)
 //! ```
 //!
 //! The scx_stats derive cannot describe these types (it has no `Option`, no
@@ -184,6 +185,7 @@ const STRUCTS: &[StructDoc] = &[
             f("tasks", Array(Struct("TaskReport")), "Top I/O tasks, busiest first"),
             f("bpf", Datum(Struct("CostReport")), "Cost of the observing BPF programs"),
             f("tracking", Datum(Struct("TrackingReport")), "How complete the request tracking was"),
+            opt("energy", Datum(Struct("EnergyStats")), "scx_esn observe: the CPUs' energy during the report (absent in the scheduler's io, whose energy is the interval's)"),
         ],
     },
     StructDoc {

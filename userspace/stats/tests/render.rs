@@ -242,6 +242,7 @@ fn huge_and_odd_numbers_do_not_panic() {
             inflight_full: u64::MAX,
             aged_out: u64::MAX,
         },
+        energy: None,
     };
     let text = render_text(&report);
     assert!(text.starts_with("total "), "{text}");
@@ -252,4 +253,42 @@ fn huge_and_odd_numbers_do_not_panic() {
     nan.elapsed_s = f64::NAN;
     nan.devices.clear();
     assert!(render_text(&nan).starts_with("total 0.00 s"));
+}
+
+#[test]
+fn observe_reports_carry_the_energy_line_and_json_field() {
+    use esn_stats::live::{EnergySource, EnergyStats, NodeEnergy};
+    let mut report = populated("fio");
+    assert!(!render_text(&report).contains("energy"));
+    let json = serde_json::to_value(&report).unwrap();
+    assert!(json.get("energy").is_none(), "no meter, no field: {json}");
+
+    let energy = EnergyStats {
+        source: EnergySource::Estimated,
+        nodes: vec![
+            NodeEnergy {
+                node: 0,
+                joules: 54.5,
+                watts: 54.5,
+            },
+            NodeEnergy {
+                node: 1,
+                joules: 40.4,
+                watts: 40.4,
+            },
+        ],
+        joules: 94.9,
+        watts: 94.9,
+        joules_per_io: None,
+        tradeoff: None,
+    };
+    report.energy = Some(energy.with_io(&report));
+    let text = render_text(&report);
+    assert!(
+        text.contains("energy (estimated): node 0 54.5 W, node 1 40.4 W; total 94.9 W (94.9 J)"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["energy"]["source"], "estimated");
+    assert!(json["energy"]["joules_per_io"].as_f64().unwrap() > 0.0);
 }

@@ -13,7 +13,7 @@ use esn_stats::{
 };
 
 fn full_interval() -> IntervalStats {
-    IntervalStats {
+    let mut s = IntervalStats {
         counters: BTreeMap::from([
             ("place_local".to_string(), 12),
             ("io_stolen".to_string(), 1),
@@ -129,8 +129,12 @@ fn full_interval() -> IntervalStats {
                 inflight_full: 0,
                 aged_out: 0,
             },
+            energy: None,
         },
-    }
+    };
+    // scx_esn observe's reports carry the energy themselves.
+    s.io.energy = s.energy.clone();
+    s
 }
 
 #[test]

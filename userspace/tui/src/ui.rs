@@ -385,7 +385,12 @@ fn draw_nodes(frame: &mut Frame, app: &App, stats: &IntervalStats, body: Rect) {
                 .collect();
             let h = table_height(rows.len(), rest.height);
             let area = take_top(&mut rest, h);
-            let title = " nodes: block I/O seen from each node's CPUs (no scheduler) ".to_string();
+            // The energy takes the room of the explanation (the columns say
+            // it too).
+            let title = match &stats.energy {
+                Some(e) => format!(" nodes (no scheduler) · {}", energy_title(e)),
+                None => " nodes: block I/O seen from each node's CPUs (no scheduler) ".to_string(),
+            };
             frame.render_widget(table(title, &OBSERVE_NODE_COLS, rows, None), area);
         }
     }

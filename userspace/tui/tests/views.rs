@@ -247,6 +247,17 @@ fn observe_mode_shows_block_io_and_says_there_is_no_scheduler() {
     // The other views work from io alone.
     assert!(screen(&view(&mut app, View::Devices)).contains("nvme0n1"));
     assert!(screen(&view(&mut app, View::Tasks)).contains("fio"));
+
+    // The energy meter runs without a scheduler too.
+    let mut with_energy = observe_only();
+    with_energy.energy = two_nodes().energy;
+    app.push(with_energy);
+    let lines = view(&mut app, View::Nodes);
+    let title = line_with(&lines, "nodes (no scheduler)");
+    assert!(
+        title.contains("energy (estimated) 91.5 W, 1.72 mJ/IO, trade-off 2.400; n0 71.0, n1 20.5"),
+        "{title}"
+    );
 }
 
 #[test]

@@ -157,6 +157,7 @@ pub fn report(
             inflight_full: 0,
             aged_out: 0,
         },
+        energy: None,
     }
 }
 
