@@ -79,13 +79,15 @@ share_of_comm() { # PREFIX
 		END { printf "%.1f", total ? 100 * n / total : 0 }' "$MB_TIDFILE"
 }
 
-# Tasks whose name starts with PREFIX (threads included), and their CPU
-# ticks summed.
+# "TID TICKS" for each task (threads included) whose name starts with
+# PREFIX: its CPU time so far.
 tasks_named() { # PREFIX
-	local files
+	local files f
 	mapfile -t files < <(grep -l "^$1" /proc/[0-9]*/task/[0-9]*/comm 2>/dev/null)
-	((${#files[@]})) || { echo "0 0"; return; }
-	cat "${files[@]/%comm/stat}" 2>/dev/null | awk '{ n++; s += $14 + $15 } END { print n + 0, s + 0 }'
+	for f in "${files[@]}"; do
+		f=${f%comm}stat
+		awk '{ print $1, $14 + $15 }' "$f" 2>/dev/null
+	done
 }
 
 # The node 1 watts of `scx_esn energy --json` (the model), or -1.
@@ -100,27 +102,32 @@ print(next((n["watts"] for n in e["nodes"] if n["node"] == 1), -1) if e.get("sou
 # watts over 4 s (`scx_esn energy`) and those tasks' CPU time in % of one
 # CPU meanwhile (the kernel's accounting, /proc).
 busy_during() {
-	local prefix=$1 want=$2 json i n t0 t1 up0 up1
+	local prefix=$1 want=$2 json i n up0 up1
 	for ((i = 0; i < 120; i++)); do
-		read -r n _ < <(tasks_named "$prefix")
+		n=$(tasks_named "$prefix" | wc -l)
 		((n >= want)) && break
 		sleep 0.5
 	done
-	sleep 2
-	read -r _ t0 < <(tasks_named "$prefix")
+	sleep 1
+	tasks_named "$prefix" >"$ESN_WORK/busy.t0"
 	read -r up0 _ </proc/uptime
 	json=$(timeout 30 "$bin" energy --duration 4 --json 2>/dev/null)
-	read -r _ t1 < <(tasks_named "$prefix")
+	tasks_named "$prefix" >"$ESN_WORK/busy.t1"
 	read -r up1 _ </proc/uptime
-	# Over the wall time the meter took (it starts slowly under TCG).
-	echo "$(node1_watts "$json") $(awk -v d=$((t1 - t0)) -v hz="$clk_tck" -v s="$up0" -v e="$up1" \
-		'BEGIN { printf "%.0f", (e > s) ? 100 * d / hz / (e - s) : 0 }')" >"$ESN_WORK/busy"
+	# The tasks there at both ends, over the wall time the meter took (it
+	# starts slowly under TCG).
+	echo "$(node1_watts "$json") $(awk -v hz="$clk_tck" -v s="$up0" -v e="$up1" '
+		FNR == NR { t0[$1] = $2; next }
+		($1 in t0) { d += $2 - t0[$1] }
+		END { printf "%.0f", (e > s) ? 100 * d / hz / (e - s) : 0 }' "$ESN_WORK/busy.t0" "$ESN_WORK/busy.t1")" >"$ESN_WORK/busy"
 }
 
 # run_engine LABEL ENGINE: one measured fio run; sets RUN_PCT1 RUN_RC RUN_FIG.
 run_engine() {
 	local label=$1 e=$2 helper=
 	fio_args "$e"
+	# Room for the busy measurement once fio has started (slow under TCG).
+	[[ $label == scx_esn && ($e == Q || $e == P) ]] && FIO+=(--runtime=$((runtime + 10)))
 	: >"$ESN_WORK/busy"
 	if [[ $label == scx_esn ]]; then
 		case $e in
@@ -128,7 +135,7 @@ run_engine() {
 		P) busy_during fio 3 & helper=$! ;; # fio's parent and its 2 jobs
 		esac
 	fi
-	MB_SKIP=${ESN_SETTLE_INTERVALS:-2} measure_bios_during $((runtime + 60)) -- "${FIO[@]}" ||
+	MB_SKIP=${ESN_SETTLE_INTERVALS:-2} measure_bios_during $((runtime + 70)) -- "${FIO[@]}" ||
 		{ check "$e measurement" 0 "bpftrace failed"; finish_all; }
 	[[ -n $helper ]] && wait "$helper"
 	RUN_PCT1=$MB_PCT1 RUN_RC=$MB_RC

@@ -35,6 +35,7 @@
 #              ESN_VM_TEST_RETRY=1  crash the first boot's kernel on purpose
 #                              before the test starts (tests the retry path)
 #              ESN_VM_APPEND   more guest kernel parameters, space-separated
+#              ESN_VM_NET_LOOP=1  two NICs joined by a wire (see below)
 #                              (e.g. tsc=reliable; see tests/vm/README.md)
 set -uo pipefail
 
@@ -104,6 +105,21 @@ for n in "${nvme_nodes[@]}"; do
 		-device "nvme,serial=esn$n,drive=nvme${n}d,bus=rp$n"
 	)
 done
+# ESN_VM_NET_LOOP=1: two virtio NICs joined by a qemu hub (a wire), the
+# first (MAC 52:54:00:e5:00:01) behind the last NVMe's expander bridge, so
+# on that NVMe's node, the second on the root bus (no node): an NVMe/TCP
+# target behind one, reached through the other (guest-fabrics.sh).
+if [[ ${ESN_VM_NET_LOOP:-0} == 1 ]] && ((${#nvme_nodes[@]})); then
+	n=${nvme_nodes[-1]}
+	# shellcheck disable=SC2054 # commas belong to qemu's syntax
+	nvme_opts+=(
+		-device "pcie-root-port,id=rpnet,bus=pxb$n,chassis=9"
+		-netdev "hubport,id=esnwire0,hubid=7"
+		-device "virtio-net-pci,netdev=esnwire0,bus=rpnet,mac=52:54:00:e5:00:01"
+		-netdev "hubport,id=esnwire1,hubid=7"
+		-device "virtio-net-pci,netdev=esnwire1,mac=52:54:00:e5:00:02"
+	)
+fi
 case $topology in
 1n)
 	nr_cpus=2 sockets=1

@@ -5,12 +5,13 @@
 #   setup.sh, then one boot each for guest-baseline.sh, guest-scheduler.sh,
 #   guest-fairness.sh, guest-control.sh, guest-edges.sh (the odd machine:
 #   one node, no NVMe; and the command lines and states an operator gets
-#   wrong) and guest-async.sh (libaio and io_uring submitters, booted with
-#   nvme.poll_queues=1)
+#   wrong), guest-async.sh (libaio and io_uring submitters, booted with
+#   nvme.poll_queues=1) and guest-fabrics.sh (an NVMe/TCP disk, two NICs
+#   joined by a wire)
 #   (or guest-observe.sh alone: `observe`, for kernels without sched_ext;
 #   guest-scripts.sh: `scripts`, the bpftrace scripts of scripts/;
 #   guest-soak.sh: `soak`, the fault soak, ESN_SOAK_SECS=N long).
-# usage: tests/vm/run.sh [all|baseline|scheduler|fairness|control|edges|async|soak|observe|scripts|lab] [NAME=VALUE ...]
+# usage: tests/vm/run.sh [all|baseline|scheduler|fairness|control|edges|async|fabrics|soak|observe|scripts|lab] [NAME=VALUE ...]
 #   NAME=VALUE pairs go to the guest scripts (e.g. ESN_DRY=1, ESN_FIO_RUNTIME=10).
 # Results: build/vm/results/<test>/ (log, summary.tsv, result, console.log, ...).
 # Exit status: 0 only if every test that ran passed.
@@ -27,9 +28,9 @@ results="$vmdir/results"
 what=all
 if (($#)) && [[ $1 != *=* ]]; then what=$1; shift; fi
 case $what in
-all) tests=(baseline scheduler fairness control edges async) ;;
-baseline | scheduler | fairness | control | edges | async | soak | observe | scripts | lab) tests=("$what") ;;
-*) echo "usage: $0 [all|baseline|scheduler|fairness|control|edges|async|soak|observe|scripts|lab] [NAME=VALUE ...]" >&2; exit 2 ;;
+all) tests=(baseline scheduler fairness control edges async fabrics) ;;
+baseline | scheduler | fairness | control | edges | async | fabrics | soak | observe | scripts | lab) tests=("$what") ;;
+*) echo "usage: $0 [all|baseline|scheduler|fairness|control|edges|async|fabrics|soak|observe|scripts|lab] [NAME=VALUE ...]" >&2; exit 2 ;;
 esac
 
 declare -A verdict secs
@@ -62,7 +63,10 @@ for t in "${tests[@]}"; do
 	# io_uring's IOPOLL needs a polled NVMe queue.
 	append=${ESN_VM_APPEND:-}
 	[[ $t == async ]] && append="$append nvme.poll_queues=1"
-	if ESN_VM_APPEND=$append ESN_VM_TOPOLOGY=$topology bash "$here/run-in-vm.sh" "$here/guest-$t.sh" "$out" "$@"; then
+	# An NVMe/TCP target needs a wire.
+	net_loop=${ESN_VM_NET_LOOP:-0}
+	[[ $t == fabrics ]] && net_loop=1
+	if ESN_VM_NET_LOOP=$net_loop ESN_VM_APPEND=$append ESN_VM_TOPOLOGY=$topology bash "$here/run-in-vm.sh" "$here/guest-$t.sh" "$out" "$@"; then
 		verdict[$t]=PASS
 	else
 		verdict[$t]=FAIL

@@ -20,6 +20,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::fabrics::{self, FabricsHome};
 use crate::sysfs::{
     base_name, dir_names, read_dev, read_numa_node, read_trimmed, resolve, NumaNodeFile,
 };
@@ -36,6 +37,7 @@ pub(crate) fn read_devices(root: &Path, node_ids: &[u32]) -> Vec<BlockDevice> {
     let names = dir_names(&block);
     let ctx = Ctx {
         root,
+        procfs: root.join("../proc"),
         node_ids,
         disk_names: &names,
     };
@@ -55,6 +57,9 @@ fn is_hidden(dir: &Path, name: &str) -> bool {
 
 struct Ctx<'a> {
     root: &'a Path,
+    /// The procfs beside the sysfs root (`<root>/../proc`): the routing
+    /// tables for nvme-tcp.
+    procfs: PathBuf,
     node_ids: &'a [u32],
     disk_names: &'a [String],
 }
@@ -113,6 +118,8 @@ impl Ctx<'_> {
     /// The controller's PCI function knows the node (fabrics controllers have none),
     /// then the controller's own `numa_node` (nvme-rdma copies its HCA's node there;
     /// nvme-tcp leaves -1).
+    /// An nvme-tcp controller (neither has a node) goes by the NIC its
+    /// target is reached through (`fabrics`).
     fn controller_home(&self, ctrl: &str, resolved: &Path) -> Home {
         let class_dir = self.root.join("class/nvme").join(ctrl);
         let base = if class_dir.is_dir() {
@@ -120,7 +127,18 @@ impl Ctx<'_> {
         } else {
             resolved.to_path_buf()
         };
-        self.first_numa_node(&[base.join("device/numa_node"), base.join("numa_node")])
+        let home = self.first_numa_node(&[base.join("device/numa_node"), base.join("numa_node")]);
+        if home.node.is_some() {
+            return home;
+        }
+        match fabrics::fabrics_home(self.root, &self.procfs, &base, self.node_ids) {
+            Some(FabricsHome { node: Ok(n), via }) => Home {
+                node: Some(n),
+                source: via,
+            },
+            Some(FabricsHome { node: Err(why), .. }) => Home::unknown(why),
+            None => home,
+        }
     }
 
     fn head_home(&self, head: &str, dir: &Path) -> (Home, Vec<String>) {

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 mod block;
 mod cpulist;
+mod fabrics;
 mod nodes;
 mod sysfs;
 
