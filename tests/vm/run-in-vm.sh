@@ -117,7 +117,7 @@ if [[ ${ESN_VM_NET_LOOP:-0} == 1 ]] && ((${#nvme_nodes[@]})); then
 		-netdev "hubport,id=esnwire0,hubid=7"
 		-device "virtio-net-pci,netdev=esnwire0,bus=rpnet,mac=52:54:00:e5:00:01"
 		-netdev "hubport,id=esnwire1,hubid=7"
-		-device "virtio-net-pci,netdev=esnwire1,mac=52:54:00:e5:00:02"
+		-device "virtio-net-pci,netdev=esnwire1,bus=pcie.0,mac=52:54:00:e5:00:02"
 	)
 fi
 case $topology in
