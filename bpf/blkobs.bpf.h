@@ -144,14 +144,41 @@ static __always_inline struct gendisk *rq_disk(struct request *rq, bool typed)
 	return RQ_READ(typed, rq, q, disk);
 }
 
+/*
+ * A multipath head (nvme<S>n<N>: NVMe/TCP, dual-port drives) is bio-based:
+ * its requests are issued on a path disk (nvme<S>c<C>n<N>), hidden, whose
+ * number no sysfs file shows. Userspace names each path with its head's
+ * number here; a request on a disk it did not register is looked up by
+ * name and counts as the head's.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ESN_MAX_PATH_DISKS);
+	__uint(key_size, ESN_DISK_NAME_LEN);
+	__uint(value_size, sizeof(u32));
+} path_disk_dev SEC(".maps");
+
+static __always_inline u32 path_head_dev(struct gendisk *disk, u32 dev)
+{
+	char name[ESN_DISK_NAME_LEN] = {};
+	u32 *head;
+
+	if (!dev || bpf_map_lookup_elem(&dev_home_node, &dev))
+		return dev;
+	if (bpf_probe_read_kernel_str(name, sizeof(name), disk->disk_name) < 0)
+		return dev;
+	head = bpf_map_lookup_elem(&path_disk_dev, name);
+	return head ? *head : dev;
+}
+
 static __always_inline u32 rq_disk_dev(struct request *rq, bool typed)
 {
 	struct gendisk *disk = rq_disk(rq, typed);
 
 	if (!disk)
 		return 0;
-	return kernel_mkdev(RQ_READ(typed, disk, major),
-			    RQ_READ(typed, disk, first_minor));
+	return path_head_dev(disk, kernel_mkdev(RQ_READ(typed, disk, major),
+						RQ_READ(typed, disk, first_minor)));
 }
 
 static __always_inline u8 rq_op_class(struct request *rq, bool typed)

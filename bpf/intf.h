@@ -94,6 +94,12 @@ enum esn_stat {
 };
 
 /* I/O priority classes (the kernel's IOPRIO_CLASS_*: ionice -c). */
+/* A disk name as the kernel keeps it (DISK_NAME_LEN). */
+#define ESN_DISK_NAME_LEN 32
+
+/* Multipath path disks userspace names (path_disk_dev), at most. */
+#define ESN_MAX_PATH_DISKS 256
+
 enum esn_ioprio_class {
 	ESN_IOPRIO_NONE,	/* not set: best effort, from the nice value */
 	ESN_IOPRIO_RT,

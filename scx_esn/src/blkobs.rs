@@ -309,6 +309,35 @@ pub fn register_devices(dev_home_node: &dyn MapCore, devices: &DeviceTable) -> R
     Ok(n)
 }
 
+/// Tell BPF the path disks of multipath heads (hidden: a head's requests are
+/// issued on them) by name: `(path, head's kernel dev_t)`.
+pub fn register_paths<'p>(
+    path_disk_dev: &dyn MapCore,
+    paths: impl IntoIterator<Item = (&'p str, u32)>,
+) -> Result<()> {
+    for (path, head) in paths {
+        let mut key = [0u8; bpf_intf::ESN_DISK_NAME_LEN as usize];
+        let name = path.as_bytes();
+        if name.len() >= key.len() {
+            continue; // the kernel cuts names there: it cannot match
+        }
+        key[..name.len()].copy_from_slice(name);
+        path_disk_dev
+            .update(&key, &head.to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("registering multipath path disk {path}"))?;
+    }
+    Ok(())
+}
+
+/// Every multipath head's paths, with the head's kernel dev_t.
+pub fn topology_paths(topo: &Topology) -> impl Iterator<Item = (&str, u32)> {
+    topo.devices.iter().flat_map(|d| {
+        d.paths
+            .iter()
+            .map(move |p| (p.as_str(), (d.major << 20) | d.minor))
+    })
+}
+
 /// The maps blkobs.bpf.h defines, borrowed from either skeleton.
 pub struct BlkObsMaps<'a> {
     /// The half-life BPF decays the I/O score with (its rodata).

@@ -617,6 +617,7 @@ mod tests {
                 node_source: "test".into(),
                 controllers: vec![],
                 partitions: vec![],
+                paths: vec![],
             }],
         };
         Plan::new(&topo, None).unwrap()

@@ -108,6 +108,7 @@ pub fn with_observer<T>(
          -v shows libbpf's verifier log)",
     )?;
     let registered = blkobs::register_devices(&skel.maps.dev_home_node, devices)?;
+    blkobs::register_paths(&skel.maps.path_disk_dev, blkobs::topology_paths(topo))?;
     if registered == 0 {
         warn!("no block device with a known NUMA node: every request counts as locality unknown");
     }

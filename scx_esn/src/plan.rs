@@ -25,6 +25,8 @@ pub struct DeviceHome {
     pub name: String,
     /// Kernel dev_t encoding: MAJOR << 20 | MINOR.
     pub dev: u32,
+    /// A multipath head's path disks, where its requests are issued.
+    pub paths: Vec<String>,
     /// The device's own node.
     pub node: u32,
     /// Where its users run: `node`, or the nearest node with CPUs when
@@ -122,6 +124,7 @@ impl Plan {
                 Some(run_node) => devices.push(DeviceHome {
                     name: dev.name.clone(),
                     dev: kernel_dev(dev.major, dev.minor),
+                    paths: dev.paths.clone(),
                     node,
                     run_node,
                 }),
@@ -176,6 +179,7 @@ mod tests {
             node_source: "test".into(),
             controllers: vec![],
             partitions: vec![],
+            paths: vec![],
         }
     }
 

@@ -250,6 +250,10 @@ impl<'a> Scheduler<'a> {
                 .dev_home_node
                 .update(&dev.dev.to_ne_bytes(), &[dev.run_node as u8], MapFlags::ANY)
                 .with_context(|| format!("registering device {}", dev.name))?;
+            crate::blkobs::register_paths(
+                &skel.maps.path_disk_dev,
+                dev.paths.iter().map(|p| (p.as_str(), dev.dev)),
+            )?;
             info!(
                 "device {}: node {}{}",
                 dev.name,

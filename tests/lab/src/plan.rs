@@ -172,6 +172,7 @@ mod tests {
                     node_source: "test".into(),
                     controllers: vec![],
                     partitions: vec![],
+                    paths: vec![],
                 })
                 .collect(),
         }

@@ -91,6 +91,10 @@ impl Ctx<'_> {
             DeviceKind::NvmeMultipathHead => self.head_home(name, &dir),
             DeviceKind::Other => (self.other_home(&dir), Vec::new()),
         };
+        let paths = match kind {
+            DeviceKind::NvmeMultipathHead => self.head_paths(name, &dir),
+            _ => Vec::new(),
+        };
         Some(BlockDevice {
             name: name.to_string(),
             major,
@@ -100,6 +104,7 @@ impl Ctx<'_> {
             node_source: home.source,
             controllers,
             partitions: read_partitions(&dir),
+            paths,
         })
     }
 

@@ -98,6 +98,10 @@ pub struct BlockDevice {
     pub controllers: Vec<String>,
     /// In partition-number order.
     pub partitions: Vec<Partition>,
+    /// A multipath head's path disks (`nvme<S>c<C>n<N>`: hidden, their
+    /// numbers in no sysfs file): its requests are issued on them.
+    #[serde(default)]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

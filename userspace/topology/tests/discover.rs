@@ -425,6 +425,8 @@ fn multipath_head_with_paths_on_one_node() {
     assert_eq!(topo.disk_of(259, 1).unwrap().name, "nvme0n1");
     assert!(topo.disk_of(259, 100).is_none());
     assert_eq!(topo.nvme_devices().count(), 1);
+    // Its requests are issued on the path disks, which go with it.
+    assert_eq!(d.paths, vec!["nvme0c0n1", "nvme0c1n1"]);
 }
 
 #[test]
