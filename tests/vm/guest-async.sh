@@ -29,26 +29,14 @@ set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
 
-bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
-read -r -a sched_args <<<"${ESN_SCHED_ARGS:---threshold 2 --stats 1}"
-load_timeout=${ESN_LOAD_TIMEOUT:-30}
-runtime=${ESN_FIO_RUNTIME:-15}
+sched_script_vars
 engines=" ${ESN_ASYNC_ENGINES:-A U Q P} "
-sched_out=$ESN_WORK/scx_esn.stdout
-sched_err=$ESN_WORK/scx_esn.stderr
 clk_tck=$(getconf CLK_TCK)
 
-cleanup() {
-	sched_kill
-	bio_trace_stop
-	if [[ -s $sched_err ]]; then
-		echo "----- scx_esn stderr (last 30 lines) -----"
-		tail -n 30 "$sched_err"
-	fi
-	echo "sched_ext lines in dmesg:"
-	dmesg | grep -iE 'sched_ext' | sed 's/^/    /'
+finish_all() {
+	sched_cleanup 30
+	finish
 }
-finish_all() { cleanup; finish; }
 
 runs() { [[ $engines == *" $1 "* ]]; } # ENGINE: was it asked for?
 
@@ -199,8 +187,5 @@ for e in A U Q P; do
 	fi
 done
 
-ok=0
-errs=$(dmesg | grep -iE 'sched_ext' | grep -iE 'error|stall' || true)
-[[ $(sx_state) == enabled && -z $errs ]] && sched_alive && ok=1
-check "L scx_esn still loaded, no sched_ext error" "$ok" "state=$(sx_state); ${errs:-no errors in dmesg}"
+check_still_loaded
 finish_all

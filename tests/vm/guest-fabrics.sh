@@ -23,27 +23,15 @@ set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
 
-bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
-read -r -a sched_args <<<"${ESN_SCHED_ARGS:---threshold 2 --stats 1}"
-load_timeout=${ESN_LOAD_TIMEOUT:-30}
-runtime=${ESN_FIO_RUNTIME:-15}
-sched_out=$ESN_WORK/scx_esn.stdout
-sched_err=$ESN_WORK/scx_esn.stderr
+sched_script_vars
 nqn=esn-fabrics-test
 cfs=/sys/kernel/config/nvmet
 
-cleanup() {
-	sched_kill
-	bio_trace_stop
-	echo "fabrics state: $(cat /sys/class/nvme/*/transport 2>/dev/null | tr '\n' ' ')"
-	if [[ -s $sched_err ]]; then
-		echo "----- scx_esn stderr (last 20 lines) -----"
-		tail -n 20 "$sched_err"
-	fi
-	echo "sched_ext lines in dmesg:"
-	dmesg | grep -iE 'sched_ext|nvme|nvmet' | tail -n 30 | sed 's/^/    /'
+finish_all() {
+	echo "NVMe transports: $(cat /sys/class/nvme/*/transport 2>/dev/null | tr '\n' ' ')"
+	sched_cleanup 20 'sched_ext|nvme|nvmet'
+	finish
 }
-finish_all() { cleanup; finish; }
 
 nic_with_mac() { # MAC
 	local d
@@ -153,9 +141,6 @@ pct_ge "$MB_PCT1" 90 && ((MB_RC == 0)) && ok=1
 check "F fio on the NVMe/TCP disk: >= 90 % of the bios from node 1" "$ok" \
 	"scx_esn $MB_PCT1 % of $MB_TOTAL, fio exit $MB_RC; $ref; requests scx_esn scored: $(grep -o 'io_scored=[0-9]*' "$sched_out" | awk -F= '{ s += $2 } END { print s + 0 }')"
 
-ok=0
-errs=$(dmesg | grep -iE 'sched_ext' | grep -iE 'error|stall' || true)
-[[ $(sx_state) == enabled && -z $errs ]] && sched_alive && ok=1
-check "L scx_esn still loaded, no sched_ext error" "$ok" "state=$(sx_state); ${errs:-no errors in dmesg}"
+check_still_loaded
 echo 1 >"/sys/class/nvme/$tcp_ctrl/delete_controller" 2>/dev/null
 finish_all

@@ -57,18 +57,13 @@ set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
 . "${ESN_REPO:?}/tests/vm/guest-lib.sh"
 
-bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
-read -r -a sched_args <<<"${ESN_SCHED_ARGS:---threshold 2 --stats 1}"
-load_timeout=${ESN_LOAD_TIMEOUT:-30}
-runtime=${ESN_FIO_RUNTIME:-15}
+sched_script_vars
 spin_secs=${ESN_SPIN_SECS:-10}
 rt_max_ms=${ESN_RT_MAX_MS:-250}
 rt_repeats=${ESN_RT_REPEATS:-3}
 crowd=${ESN_CROWD:-24}
 ioprio_gain=${ESN_IOPRIO_GAIN:-0.10}
 loads=" ${ESN_FAIR_LOADS:-N R S W G P} "
-sched_out=$ESN_WORK/scx_esn.stdout
-sched_err=$ESN_WORK/scx_esn.stderr
 clk_tck=$(getconf CLK_TCK)
 spinners=()
 
@@ -309,10 +304,7 @@ if runs S; then
 fi
 
 # ---- L. still loaded ---------------------------------------------------------------
-errs=$(dmesg | grep -iE 'sched_ext' | grep -iE 'error|stall|fail|runnable task stall|disabled \(' || true)
-ok=0
-[[ $(sx_state) == enabled && -z $errs ]] && sched_alive && ok=1
-check "L scx_esn still loaded, no sched_ext error" "$ok" "state=$(sx_state); ${errs:-no errors in dmesg}"
+check_still_loaded
 
 if sched_alive; then
 	stop_with_sigint "$sched_pid" 20 || say "scx_esn needed SIGKILL"

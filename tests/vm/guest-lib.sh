@@ -307,6 +307,42 @@ require_nvme_and_sched_ext() {
 	fi
 	[[ -d /sys/kernel/sched_ext ]] || { check "sched_ext in the kernel" 0 "/sys/kernel/sched_ext missing"; finish_all; }
 }
+# sched_script_vars: what a guest script that loads scx_esn reads from its
+# environment: bin (ESN_BIN), sched_args (ESN_SCHED_ARGS, default
+# "--threshold 2 --stats 1"), load_timeout (ESN_LOAD_TIMEOUT, 30), runtime
+# (ESN_FIO_RUNTIME, 15), and where scx_esn's output goes: sched_out, sched_err.
+sched_script_vars() {
+	bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
+	read -r -a sched_args <<<"${ESN_SCHED_ARGS:---threshold 2 --stats 1}"
+	load_timeout=${ESN_LOAD_TIMEOUT:-30}
+	runtime=${ESN_FIO_RUNTIME:-15}
+	sched_out=$ESN_WORK/scx_esn.stdout
+	sched_err=$ESN_WORK/scx_esn.stderr
+}
+
+# sched_cleanup LINES [DMESG_PATTERN]: stop scx_esn and bpftrace, then show
+# the last LINES of scx_esn's stderr and the dmesg lines matching the
+# pattern (default: sched_ext's).
+sched_cleanup() {
+	sched_kill
+	bio_trace_stop
+	if [[ -s $sched_err ]]; then
+		echo "----- scx_esn stderr (last $1 lines) -----"
+		tail -n "$1" "$sched_err"
+	fi
+	echo "sched_ext lines in dmesg:"
+	dmesg | grep -iE "${2:-sched_ext}" | tail -n 40 | sed 's/^/    /'
+}
+
+# check_still_loaded: check L, scx_esn still enabled and alive, and no
+# sched_ext error or stall in dmesg.
+check_still_loaded() {
+	local ok=0 errs
+	errs=$(dmesg | grep -iE 'sched_ext' | grep -iE 'error|stall|fail|disabled \(' || true)
+	[[ $(sx_state) == enabled && -z $errs ]] && sched_alive && ok=1
+	check "L scx_esn still loaded, no sched_ext error" "$ok" "state=$(sx_state); ${errs:-no errors in dmesg}"
+}
+
 sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing; }
 sx_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null || true; }
 sched_alive() { [[ -n $sched_pid ]] && kill -0 "$sched_pid" 2>/dev/null; }
