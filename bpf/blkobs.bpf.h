@@ -158,12 +158,20 @@ struct {
 	__uint(value_size, sizeof(u32));
 } path_disk_dev SEC(".maps");
 
+/*
+ * Set by userspace when it named any path disk: without one (most machines)
+ * the verifier drops the lookup below, and a request costs no extra map
+ * lookup.
+ */
+const volatile bool has_path_disks = false;
+
 static __always_inline u32 path_head_dev(struct gendisk *disk, u32 dev)
 {
 	char name[ESN_DISK_NAME_LEN] = {};
 	u32 *head;
 
-	if (!dev || bpf_map_lookup_elem(&dev_home_node, &dev))
+	if (!has_path_disks || !dev ||
+	    bpf_map_lookup_elem(&dev_home_node, &dev))
 		return dev;
 	if (bpf_probe_read_kernel_str(name, sizeof(name), disk->disk_name) < 0)
 		return dev;

@@ -93,13 +93,13 @@ enum esn_stat {
 	ESN_NR_STATS,
 };
 
-/* I/O priority classes (the kernel's IOPRIO_CLASS_*: ionice -c). */
 /* A disk name as the kernel keeps it (DISK_NAME_LEN). */
 #define ESN_DISK_NAME_LEN 32
 
 /* Multipath path disks userspace names (path_disk_dev), at most. */
 #define ESN_MAX_PATH_DISKS 256
 
+/* I/O priority classes (the kernel's IOPRIO_CLASS_*: ionice -c). */
 enum esn_ioprio_class {
 	ESN_IOPRIO_NONE,	/* not set: best effort, from the nice value */
 	ESN_IOPRIO_RT,

@@ -334,7 +334,7 @@ pub fn topology_paths(topo: &Topology) -> impl Iterator<Item = (&str, u32)> {
     topo.devices.iter().flat_map(|d| {
         d.paths
             .iter()
-            .map(move |p| (p.as_str(), (d.major << 20) | d.minor))
+            .map(move |p| (p.as_str(), crate::plan::kernel_dev(d.major, d.minor)))
     })
 }
 

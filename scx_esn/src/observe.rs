@@ -98,6 +98,7 @@ pub fn with_observer<T>(
         rodata.io_half_life_ns = setup.io_half_life_ms * 1_000_000;
         rodata.start_at_insert = hooks.starts_at_insert();
         rodata.keep_issue_times = setup.hooks.keep_issue_times;
+        rodata.has_path_disks = blkobs::topology_paths(topo).next().is_some();
         for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
             *slot = node;
         }

@@ -202,6 +202,7 @@ impl<'a> Scheduler<'a> {
         rodata.io_preempt_after_ns = opts.io_preempt_after_us * 1000;
         rodata.nr_nodes = plan.nr_nodes;
         rodata.start_at_insert = hooks.starts_at_insert();
+        rodata.has_path_disks = plan.devices.iter().any(|d| !d.paths.is_empty());
         for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
             *slot = node;
         }
