@@ -160,12 +160,23 @@ else
 fi
 
 # ---- E. --prometheus on a port in use ----------------------------------------
-python3 -c 'import socket, time
-s = socket.socket(); s.bind(("127.0.0.1", 9464)); s.listen(); time.sleep(120)' &
+# The holder takes whatever free port the kernel gives it (a fixed port can
+# already be taken in the guest, and then scx_esn would get a free one).
+held_port_file=$ESN_WORK/held-port
+rm -f "$held_port_file"
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1]); time.sleep(120)' "$held_port_file" &
 holder_pid=$!
-sleep 1
-refused "E --prometheus on a port in use" 1 "cannot listen there" \
-	"$bin" --no-state --prometheus 127.0.0.1:9464
+for _ in $(seq 50); do [[ -s $held_port_file ]] && break; sleep 0.2; done
+if [[ -s $held_port_file ]]; then
+	held_port=$(cat "$held_port_file")
+	refused "E --prometheus on a port in use" 1 "cannot listen there" \
+		"$bin" --no-state --prometheus "127.0.0.1:$held_port"
+else
+	check "E --prometheus on a port in use" 0 "the port holder (python3) did not start"
+fi
 kill "$holder_pid" 2>/dev/null
 holder_pid=
 
