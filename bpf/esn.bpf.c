@@ -659,22 +659,26 @@ static u8 task_ioprio_class(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
- * The lag @p may keep behind its node's clock, @lag for a best-effort task:
- * an RT-class task keeps ioprio_rt_boost times as much, so at a wake-up it
- * queues ahead of best-effort wakers (most I/O tasks sleep at every request,
- * and a charge alone would be erased by the clamp); an IDLE-class one keeps
- * a share, and queues behind them.
+ * @value scaled by @p's I/O priority class. A credit (the lag it may keep
+ * behind its node's clock) grows ioprio_rt_boost times for the RT class, so
+ * at a wake-up it queues ahead of best-effort wakers (most I/O tasks sleep
+ * at every request, and a cheaper charge alone would be erased by the
+ * clamp), and shrinks for IDLE, which queues behind them. A cost (the vtime
+ * a run is charged) goes the other way.
  */
-static __always_inline u64 ioprio_lag(struct task_struct *p,
-				      struct esn_sched_task *st, u64 lag)
+static __always_inline u64 ioprio_scale(struct task_struct *p,
+					struct esn_sched_task *st, u64 now,
+					u64 value, bool credit)
 {
-	switch (task_ioprio_class(p, st, sched_now())) {
+	switch (task_ioprio_class(p, st, now)) {
 	case ESN_IOPRIO_RT:
-		return lag * ioprio_rt_boost;
+		return credit ? value * ioprio_rt_boost
+			      : value / (ioprio_rt_boost ?: 1);
 	case ESN_IOPRIO_IDLE:
-		return lag / (ioprio_idle_penalty ?: 1);
+		return credit ? value / (ioprio_idle_penalty ?: 1)
+			      : value * ioprio_idle_penalty;
 	default:
-		return lag;
+		return value;
 	}
 }
 
@@ -704,7 +708,8 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 		st->vtime_node = node;
 	}
 	lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns : MAX_LAG_SLICES * slice_ns;
-	lag = ioprio_lag(p, st, scale_by_task_weight_inverse(p, lag));
+	lag = ioprio_scale(p, st, sched_now(),
+			   scale_by_task_weight_inverse(p, lag), true);
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
 	/* The queue lengths are two kfunc calls: only for a task ahead at all. */
@@ -730,14 +735,7 @@ static __always_inline u64 run_charge(struct task_struct *p,
 	if (!st->running_at || !time_after(now, st->running_at))
 		return 0;
 	charge = scale_by_task_weight_inverse(p, now - st->running_at);
-	switch (task_ioprio_class(p, st, now)) {
-	case ESN_IOPRIO_RT:
-		return charge / (ioprio_rt_boost ?: 1);
-	case ESN_IOPRIO_IDLE:
-		return charge * ioprio_idle_penalty;
-	default:
-		return charge;
-	}
+	return ioprio_scale(p, st, now, charge, false);
 }
 
 /* The stats' CPU time per I/O priority class, for a run that ended. */

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
+use esn_reading::Stat;
 use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
 use esn_stats::hist::{LatHist, LAT_SLOTS};
 use esn_stats::snapshot::{
@@ -27,7 +28,6 @@ use esn_topology::Topology;
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::bpf_intf;
-use crate::counters::sum_percpu;
 
 /// A request in flight longer than this lost its completion (or was freed
 /// without one) and is dropped from the table. Far above any real I/O
@@ -239,7 +239,7 @@ impl IssueHook {
     /// only those queues' device latency: it is logged once, not fatal.
     pub fn poll(&mut self, object: &libbpf_rs::Object, maps: &BlkObsMaps) -> Result<()> {
         // Tried once: program is None after the first attempt.
-        if self.program.is_none() || maps.stat(bpf_intf::esn_stat_ESN_STAT_RQ_NO_ISSUE_TIME)? == 0 {
+        if self.program.is_none() || maps.stat(Stat::RqNoIssueTime)? == 0 {
             return Ok(());
         }
         let name = self.program.take().unwrap_or_default();
@@ -334,7 +334,7 @@ pub fn topology_paths(topo: &Topology) -> impl Iterator<Item = (&str, u32)> {
     topo.devices.iter().flat_map(|d| {
         d.paths
             .iter()
-            .map(move |p| (p.as_str(), crate::plan::kernel_dev(d.major, d.minor)))
+            .map(move |p| (p.as_str(), DevT::new(d.major, d.minor).0))
     })
 }
 
@@ -418,6 +418,28 @@ fn lat_hist(slots: &[u64], count: u64, sum_ns: u64) -> LatHist {
     h
 }
 
+/// One CPU's histogram entry as counters.
+fn io_counters_of(v: &bpf_intf::esn_io_hist) -> IoCounters {
+    let q = bpf_intf::esn_lat_kind_ESN_LAT_QUEUE as usize;
+    let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
+    IoCounters {
+        reqs: v.reqs,
+        bytes: v.bytes,
+        cross_completions: v.cross_completions,
+        queue: lat_hist(&v.slots[q], v.lat_cnt[q], v.lat_sum_ns[q]),
+        device: lat_hist(&v.slots[d], v.lat_cnt[d], v.lat_sum_ns[d]),
+    }
+}
+
+/// Sum of per-CPU values of one counter, as read from the per-CPU map.
+pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
+    values
+        .iter()
+        .filter_map(|v| v.get(..8))
+        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        .fold(0u64, u64::wrapping_add)
+}
+
 /// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -462,10 +484,10 @@ pub fn object_cost(object: &libbpf_rs::Object) -> BpfCost {
 
 impl BlkObsMaps<'_> {
     /// One `enum esn_stat` counter, summed over CPUs.
-    pub fn stat(&self, idx: u32) -> Result<u64> {
+    pub fn stat(&self, stat: Stat) -> Result<u64> {
         let values = self
             .stats
-            .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
+            .lookup_percpu(&(stat as u32).to_ne_bytes(), MapFlags::ANY)
             .context("reading the stats map")?
             .unwrap_or_default();
         Ok(sum_percpu(&values))
@@ -484,30 +506,24 @@ impl BlkObsMaps<'_> {
 
     /// The per-(device, locality, op) counters alone: what the controller
     /// reads every interval, without walking the task table. BPF keeps them
-    /// per submitting node; the nodes fold into local, remote and unknown
-    /// here.
+    /// per submitting node and per CPU; the CPUs add up and the nodes fold
+    /// into local, remote and unknown here.
     pub fn io_counters(&self) -> Result<BTreeMap<IoKey, IoCounters>> {
         let homes = self.dev_homes()?;
         let mut io: BTreeMap<IoKey, IoCounters> = BTreeMap::new();
         for key in self.io_hists.keys() {
-            let Some(value) = self.io_hists.lookup(&key, MapFlags::ANY)? else {
+            let Some(per_cpu) = self.io_hists.lookup_percpu(&key, MapFlags::ANY)? else {
                 continue; // deleted between keys() and lookup()
             };
             let k: bpf_intf::esn_io_key = read_pod(&key)?;
-            let v: bpf_intf::esn_io_hist = read_pod(&value)?;
             let home = homes.get(&k.dev).copied();
             let Some(io_key) = IoKey::from_raw(k.dev, home, k.submit_node, k.op) else {
                 continue;
             };
-            let q = bpf_intf::esn_lat_kind_ESN_LAT_QUEUE as usize;
-            let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
-            io.entry(io_key).or_default().merge(&IoCounters {
-                reqs: v.reqs,
-                bytes: v.bytes,
-                cross_completions: v.cross_completions,
-                queue: lat_hist(&v.slots[q], v.lat_cnt[q], v.lat_sum_ns[q]),
-                device: lat_hist(&v.slots[d], v.lat_cnt[d], v.lat_sum_ns[d]),
-            });
+            let sum = io.entry(io_key).or_default();
+            for value in &per_cpu {
+                sum.merge(&io_counters_of(&read_pod(value)?));
+            }
         }
         Ok(io)
     }
@@ -573,10 +589,10 @@ impl BlkObsMaps<'_> {
             );
         }
 
-        snap.started = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_STARTED)?;
-        snap.completed = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_COMPLETED)?;
-        snap.untracked = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_UNTRACKED)?;
-        snap.inflight_full = self.stat(bpf_intf::esn_stat_ESN_STAT_RQ_INFLIGHT_FULL)?;
+        snap.started = self.stat(Stat::RqStarted)?;
+        snap.completed = self.stat(Stat::RqCompleted)?;
+        snap.untracked = self.stat(Stat::RqUntracked)?;
+        snap.inflight_full = self.stat(Stat::RqInflightFull)?;
         Ok(snap)
     }
 
@@ -624,6 +640,16 @@ pub fn read_io_ticks(devices: &DeviceTable) -> BTreeMap<DevT, u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sums_cpus_and_ignores_short_values() {
+        let vals = vec![
+            5u64.to_ne_bytes().to_vec(),
+            7u64.to_ne_bytes().to_vec(),
+            vec![1, 2],
+        ];
+        assert_eq!(sum_percpu(&vals), 12);
+    }
 
     fn kernel(btf: &[&str], tracefs: &[&str]) -> KernelHooks {
         KernelHooks {

@@ -35,8 +35,8 @@ use esn_stats::devt::DevT;
 use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
 use log::{info, warn};
 
-use crate::counters::NodeWaits;
 use crate::plan::Plan;
+use esn_stats::live::NodeWaits;
 
 /// Where the learned state lives unless `--state-file` says otherwise.
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/scx_esn/learned.json";
@@ -363,7 +363,7 @@ impl Control {
                     "node {}: threshold {learned_before} -> {} ({})",
                     n.node,
                     n.ctl.threshold(),
-                    describe(&decision)
+                    decision.inputs_text()
                 );
             }
             n.placed_sum = 0;
@@ -419,68 +419,6 @@ impl Control {
 pub fn save_state(path: &Path, state: &persist::LearnedState) -> std::io::Result<()> {
     make_state_dir(path)?;
     persist::save(path, state)
-}
-
-/// "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.02n²+0.05n+1.00, n* 3":
-/// the inputs of a decision, for the log and the stats.
-pub fn describe(d: &Decision) -> String {
-    let source = match d.p_numa_source {
-        esn_controller::PenaltySource::Prior => "prior",
-        esn_controller::PenaltySource::Measured => "measured",
-        esn_controller::PenaltySource::Override => "override",
-    };
-    let mut out = format!("P_numa {:.2} {source}", d.p_numa);
-    match d.p_cont {
-        Some(p) => {
-            let _ = write!(out, ", P_cont {p:.2} at n={}", d.placed);
-        }
-        None => {
-            let _ = write!(out, ", P_cont - at n={}", d.placed);
-        }
-    }
-    match d.curve {
-        Some([a, b, c]) => {
-            let _ = write!(out, ", curve {a:.3}n²{b:+.3}n{c:+.3}");
-        }
-        None => out.push_str(", curve -"),
-    }
-    match d.n_star {
-        Some(n) => {
-            let _ = write!(out, ", n* {n}");
-        }
-        None => out.push_str(", n* -"),
-    }
-    if let Some(doing) = &d.climb {
-        match d.iops {
-            Some(iops) => {
-                let _ = write!(out, " | IOPS {iops:.0}, {doing}");
-            }
-            None => {
-                let _ = write!(out, " | IOPS -, {doing}");
-            }
-        }
-    }
-    out
-}
-
-/// One `--stats` line per controlled node.
-pub fn format_decisions(decisions: &[Decision], thresholds_in_force: &[u32]) -> String {
-    let mut out = String::new();
-    for d in decisions {
-        let in_force = thresholds_in_force
-            .get(d.node as usize)
-            .copied()
-            .unwrap_or(d.threshold);
-        let _ = writeln!(
-            out,
-            "control n{}: threshold {in_force}{} placed {} | {}",
-            d.node,
-            if d.exploring { " (exploring)" } else { "" },
-            d.placed,
-            describe(d)
-        );
-    }
-    out
 }
 
 #[cfg(test)]
@@ -682,8 +620,8 @@ mod tests {
         assert_eq!(d.node, 1);
         assert_eq!(d.placed, 2);
         assert_eq!(d.p_cont, Some(2.0));
-        assert_eq!(d.threshold, 1, "{}", describe(&d));
-        let line = format_decisions(c.decisions(), &[2, 1]);
+        assert_eq!(d.threshold, 1, "{}", d.inputs_text());
+        let line = esn_controller::decisions_text(c.decisions(), &[2, 1]);
         assert!(
             line.starts_with("control n1: threshold 1 placed 2 | P_numa 1.00 measured"),
             "{line}"

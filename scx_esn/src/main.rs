@@ -11,8 +11,8 @@ mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod control;
-mod counters;
 mod docs;
+mod every;
 mod observe;
 mod observe_skel;
 mod output;
@@ -294,27 +294,9 @@ fn measure_energy(opts: &SchedOpts, energy_opts: &cli::EnergyOpts) -> Result<()>
     let e = esn_power::energy::interval(&start, &now)
         .context("no time passed between the two readings")?;
     if energy_opts.json {
-        let mut value = serde_json::to_value(&e)?;
-        value["elapsed_s"] = serde_json::json!(elapsed_s);
-        // What the energy bought is for a reader who knows the I/O done.
-        if let Some(fields) = value.as_object_mut() {
-            fields.remove("joules_per_io");
-            fields.remove("tradeoff");
-        }
-        println!("{value}");
+        println!("{}", e.window_json(elapsed_s));
     } else {
-        let nodes: Vec<String> = e
-            .nodes
-            .iter()
-            .map(|n| format!("node {} {:.1} J ({:.1} W)", n.node, n.joules, n.watts))
-            .collect();
-        println!(
-            "energy ({}) over {elapsed_s:.1} s: {}; total {:.1} J ({:.1} W)",
-            e.source.as_str(),
-            nodes.join(", "),
-            e.joules,
-            e.watts
-        );
+        println!("{}", e.window_line(elapsed_s));
     }
     Ok(())
 }

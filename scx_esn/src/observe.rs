@@ -66,13 +66,11 @@ pub struct ObserverSetup {
 /// each read). Everything is detached when `body` returns.
 pub fn with_observer<T>(
     topo: &Topology,
+    plan: &Plan,
     devices: &DeviceTable,
     setup: &ObserverSetup,
     body: impl FnOnce(&mut dyn FnMut() -> Result<RawSnapshot>) -> Result<T>,
 ) -> Result<T> {
-    // The same CPU -> node map the scheduler uses; thresholds do not matter.
-    let plan = Plan::new(topo, None)?;
-
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     blkobs::check_kernel_release(release.trim())?;
     crate::sched::route_libbpf_log(setup.verbose);
@@ -162,8 +160,10 @@ pub fn run(
             keep_issue_times: opts.keep_issue_times,
         },
     };
-    let meter = crate::sched::energy_meter(sysfs, &opts.energy, &Plan::new(topo, None)?);
-    with_observer(topo, &devices, &setup, |read| {
+    // The same CPU -> node map the scheduler uses; thresholds do not matter.
+    let plan = Plan::new(topo, None)?;
+    let meter = crate::sched::energy_meter(sysfs, &opts.energy, &plan);
+    with_observer(topo, &plan, &devices, &setup, |read| {
         let started = Instant::now();
         let first = (read()?, meter.read());
         let mut prev = first.clone();

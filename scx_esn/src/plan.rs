@@ -10,6 +10,7 @@
 //! them or with an unknown node, one node, too many CPUs or nodes.
 
 use anyhow::{bail, Result};
+use esn_stats::devt::DevT;
 use esn_topology::Topology;
 
 use crate::bpf_intf;
@@ -48,10 +49,6 @@ pub struct Plan {
     pub devices: Vec<DeviceHome>,
     /// Devices left out, with the reason, for the log.
     pub skipped: Vec<String>,
-}
-
-pub fn kernel_dev(major: u32, minor: u32) -> u32 {
-    (major << 20) | (minor & 0xf_ffff)
 }
 
 impl Plan {
@@ -123,7 +120,7 @@ impl Plan {
             match run_node {
                 Some(run_node) => devices.push(DeviceHome {
                     name: dev.name.clone(),
-                    dev: kernel_dev(dev.major, dev.minor),
+                    dev: DevT::new(dev.major, dev.minor).0,
                     paths: dev.paths.clone(),
                     node,
                     run_node,
@@ -270,11 +267,5 @@ mod tests {
     fn no_cpus_anywhere_is_an_error() {
         let t = topo(vec![node(0, &[], &[(0, 10)])], 1, vec![]);
         assert!(Plan::new(&t, None).is_err());
-    }
-
-    #[test]
-    fn kernel_dev_encoding() {
-        assert_eq!(kernel_dev(259, 3), (259 << 20) | 3);
-        assert_eq!(kernel_dev(8, 16), 0x0080_0010);
     }
 }

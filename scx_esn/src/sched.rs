@@ -32,11 +32,17 @@ use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
 use crate::control::{self, Control};
-use crate::counters::{self, Counters, NodeSched, NodeWaits};
+use crate::every::Every;
 use crate::plan::Plan;
 use crate::stats;
 use esn_power::cpustat;
 use esn_power::energy::{self, Meter};
+use esn_reading::counters::{self, Counters, NodeSched, Stat};
+use esn_stats::live::NodeWaits;
+
+/// How often the loop samples the kernel (placed tasks, the issue hook,
+/// --dvfs) and looks for a shutdown or the kernel's exit.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// How often requests that never completed are looked for.
 const INFLIGHT_AGING_EVERY: Duration = Duration::from_secs(5);
@@ -310,9 +316,9 @@ impl<'a> Scheduler<'a> {
 
     fn read_counters(&self) -> Result<Counters> {
         let maps = self.blkobs_maps();
-        let mut out = [0u64; counters::NAMES.len()];
-        for (idx, slot) in out.iter_mut().enumerate() {
-            *slot = maps.stat(idx as u32)?;
+        let mut out: Counters = [0; counters::NAMES.len()];
+        for (slot, &stat) in out.iter_mut().zip(Stat::ALL.iter()) {
+            *slot = maps.stat(stat)?;
         }
         Ok(out)
     }
@@ -327,6 +333,41 @@ impl<'a> Scheduler<'a> {
         (0..self.plan.nr_nodes as usize)
             .map(|node| bss.map(|b| b.nr_placed[node]).unwrap_or(0))
             .collect()
+    }
+
+    /// The loop's regular look at the kernel: the issue hook, --dvfs, and
+    /// the controller's count of placed tasks (a mean over these samples).
+    fn sample(&mut self, now: Instant, dvfs: &mut Option<esn_power::dvfs::Dvfs>) -> Result<()> {
+        self.issue_hook.poll(
+            self.skel.object(),
+            &blkobs_maps_of(&self.skel, self.io_half_life_ns),
+        )?;
+        // A limit that cannot be written turns --dvfs off (with the limits
+        // put back), never the scheduler.
+        if let Some(err) = dvfs.as_mut().and_then(|d| d.tick(now).err()) {
+            warn!("{err:#}; --dvfs is off from now on");
+            *dvfs = None;
+        }
+        let placed = self.nr_placed();
+        if let Some(control) = self.control.as_mut() {
+            control.tick(&placed);
+        }
+        Ok(())
+    }
+
+    /// The pass's reading, taken by its first reader; a failed one is not
+    /// kept, so the next reader tries again.
+    fn pass_reading(
+        &self,
+        taken: &mut Option<Arc<stats::Cumulative>>,
+        aged_out: u64,
+    ) -> Result<Arc<stats::Cumulative>> {
+        if let Some(reading) = taken {
+            return Ok(reading.clone());
+        }
+        let reading = Arc::new(self.cumulative(aged_out)?);
+        *taken = Some(reading.clone());
+        Ok(reading)
     }
 
     /// One controller step; the thresholds it changed go to BPF at once.
@@ -377,11 +418,12 @@ impl<'a> Scheduler<'a> {
 
     /// Everything counted since start, for an interval's difference.
     fn cumulative(&self, aged_out: u64) -> Result<stats::Cumulative> {
+        let cpu = cpustat::read(&self.plan.cpu_node, self.plan.nr_nodes as usize);
         Ok(stats::Cumulative {
             counters: self.read_counters()?,
             sched: self.read_node_sched()?,
-            cpu: cpustat::read(&self.plan.cpu_node, self.plan.nr_nodes as usize),
-            energy: Some(self.energy.read()),
+            energy: Some(self.energy.read_with_ticks(&cpu)),
+            cpu,
             watchdog_timeout_ms: self.watchdog_timeout_ms,
             io: self.io_snapshot(aged_out)?,
             nodes: self.gauges(),
@@ -411,7 +453,15 @@ impl<'a> Scheduler<'a> {
 
     /// Run until `shutdown` is set or the kernel unloads the scheduler.
     /// `stats_every` prints an interval (`json`: as one JSON line); readers
-    /// of the stats socket get theirs whenever they ask.
+    /// of the stats socket and scrapes of `--prometheus` are answered as
+    /// soon as they ask.
+    ///
+    /// Each pass of the loop waits for a request or the next job that is
+    /// due, whichever comes first, runs the jobs that are due (each
+    /// [`Every`]: once after a stall, never in a burst), then answers with
+    /// one reading of the maps shared by every reader of the pass. The
+    /// controller's step reads only what it weighs (the I/O counters and
+    /// the waits, not the task table).
     pub fn run(
         &mut self,
         shutdown: &AtomicBool,
@@ -423,56 +473,64 @@ impl<'a> Scheduler<'a> {
     ) -> Result<UserExitInfo> {
         let mut aged_out = 0;
         let start = Arc::new(self.cumulative(aged_out)?);
-        let mut last_stats = (*start).clone();
+        let mut last_stats = start.clone();
         let server = stats::try_launch(self.devices.clone(), stats_access);
-        let mut next_stats = stats_every.map(|d| Instant::now() + d);
-        let mut next_aging = Instant::now() + INFLIGHT_AGING_EVERY;
-        let mut next_control = Instant::now().checked_add(self.control_every);
-        let mut next_save = Instant::now() + STATE_SAVE_EVERY;
-        let mut next_energy = Instant::now() + energy::KEEP_UP_EVERY;
+        let t0 = Instant::now();
+        let mut sample = Every::new(SAMPLE_EVERY, t0);
+        let mut print_stats = stats_every.map(|d| Every::new(d, t0));
+        let mut aging = Every::new(INFLIGHT_AGING_EVERY, t0);
+        let mut control_step = self
+            .control
+            .is_some()
+            .then(|| Every::new(self.control_every, t0));
+        let mut save = Every::new(STATE_SAVE_EVERY, t0);
+        let mut energy_keep_up = Every::new(energy::KEEP_UP_EVERY, t0);
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            std::thread::sleep(Duration::from_millis(100));
-            self.issue_hook.poll(
-                self.skel.object(),
-                &blkobs_maps_of(&self.skel, self.io_half_life_ns),
-            )?;
-            // A limit that cannot be written turns --dvfs off (with the
-            // limits put back), never the scheduler.
-            if let Some(err) = dvfs.as_mut().and_then(|d| d.tick(Instant::now()).err()) {
-                warn!("{err:#}; --dvfs is off from now on");
-                *dvfs = None;
+            // The sample period bounds the wait: shutdown and the kernel's
+            // exit are noticed within it.
+            let until = [
+                Some(sample.next()),
+                print_stats.map(|e| e.next()),
+                Some(aging.next()),
+                control_step.map(|e| e.next()),
+                Some(save.next()),
+                Some(energy_keep_up.next()),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or_else(|| Instant::now() + SAMPLE_EVERY);
+            wait_for_request(server.as_ref(), exporter, until);
+            let now = Instant::now();
+            if sample.due(now) {
+                self.sample(now, dvfs)?;
             }
-            let placed = self.nr_placed();
-            if let Some(control) = self.control.as_mut() {
-                control.tick(&placed);
-                if Instant::now() >= next_save {
-                    control.save();
-                    next_save += STATE_SAVE_EVERY;
-                }
-            }
-            if let Some(at) = next_control.filter(|&at| Instant::now() >= at) {
+            if control_step.as_mut().is_some_and(|e| e.due(now)) {
                 self.control_step()?;
-                // Never catch up with a burst of steps after a stall: each
-                // step must cover one interval's worth of measurements.
-                next_control = Some((at + self.control_every).max(Instant::now()));
+            }
+            if save.due(now) {
+                if let Some(control) = self.control.as_mut() {
+                    control.save();
+                }
             }
             // Readers may be minutes apart; a RAPL counter must not wrap
             // twice between two readings of the meter.
-            if Instant::now() >= next_energy {
+            if energy_keep_up.due(now) {
                 self.energy.read();
-                next_energy = Instant::now() + energy::KEEP_UP_EVERY;
             }
-            if Instant::now() >= next_aging {
+            if aging.due(now) {
                 aged_out += self
                     .blkobs_maps()
                     .age_inflight(blkobs::INFLIGHT_MAX_AGE.as_nanos() as u64)?;
-                next_aging += INFLIGHT_AGING_EVERY;
             }
+
+            // One reading of the maps for every reader of this pass.
+            let mut pass_reading = None;
             // Monitoring never stops the scheduler: a reading that fails is
             // logged and its reader gets an error (stats: none within 5 s).
             if let Some(server) = &server {
                 for _ in 0..server.wanted() {
-                    match self.cumulative(aged_out) {
+                    match self.pass_reading(&mut pass_reading, aged_out) {
                         Ok(now) => server.reply(stats::Reading {
                             start: start.clone(),
                             now,
@@ -482,25 +540,22 @@ impl<'a> Scheduler<'a> {
                 }
             }
             if let Some(exporter) = exporter {
-                exporter.answer(|| self.cumulative(aged_out));
+                exporter.answer(|| self.pass_reading(&mut pass_reading, aged_out));
             }
-            if let (Some(at), Some(every)) = (next_stats, stats_every) {
-                if Instant::now() >= at {
-                    let now = self.cumulative(aged_out)?;
-                    let printed =
-                        stats::print(&stats::interval(&last_stats, &now, &self.devices), json);
-                    match printed {
-                        // `scx_esn --stats 1 | head`: stop as on SIGINT,
-                        // unloaded and with what was learned saved.
-                        Err(err) if crate::output::is_closed(&err) => {
-                            info!("standard output closed: stopping");
-                            break;
-                        }
-                        other => other?,
+            if print_stats.as_mut().is_some_and(|e| e.due(now)) {
+                let now = self.pass_reading(&mut pass_reading, aged_out)?;
+                let printed =
+                    stats::print(&stats::interval(&last_stats, &now, &self.devices), json);
+                match printed {
+                    // `scx_esn --stats 1 | head`: stop as on SIGINT,
+                    // unloaded and with what was learned saved.
+                    Err(err) if crate::output::is_closed(&err) => {
+                        info!("standard output closed: stopping");
+                        break;
                     }
-                    last_stats = now;
-                    next_stats = Some(at + every);
+                    other => other?,
                 }
+                last_stats = now;
             }
         }
         // Dropping the link detaches the struct_ops: the kernel switches
@@ -538,15 +593,54 @@ fn read_node_sched(skel: &BpfSkel<'_>, nr_nodes: u32) -> Result<Vec<NodeSched>> 
             .context("reading the node_sched map")?
             .unwrap_or_default();
         for value in &per_cpu {
-            sum.add(&blkobs::read_pod::<bpf_intf::esn_node_sched>(value)?);
+            sum.merge(&node_sched_of(&blkobs::read_pod(value)?));
         }
     }
     Ok(out)
 }
 
+/// One CPU's `struct esn_node_sched`.
+fn node_sched_of(v: &bpf_intf::esn_node_sched) -> NodeSched {
+    let mut s = NodeSched {
+        waits: NodeWaits {
+            io_waits: v.io_waits,
+            io_wait_ns: v.io_wait_ns,
+            fair_waits: v.fair_waits,
+            fair_wait_ns: v.fair_wait_ns,
+        },
+        spill_in: v.spill_in,
+        spill_out: v.spill_out,
+        stolen_from: v.stolen_from,
+        ..Default::default()
+    };
+    for (slot, &n) in s.wait_hist.slots.iter_mut().zip(v.wait_slots.iter()) {
+        *slot = n;
+    }
+    s
+}
+
 /// The waits alone, what the controller weighs.
 fn node_waits(sched: &[NodeSched]) -> Vec<NodeWaits> {
     sched.iter().map(|s| s.waits).collect()
+}
+
+/// Sleeps until `until`, or until a stats reader or a scrape asks.
+fn wait_for_request(
+    server: Option<&stats::Server>,
+    exporter: Option<&crate::prom::Exporter>,
+    until: Instant,
+) {
+    let mut select = crossbeam::channel::Select::new();
+    if let Some(requests) = server.and_then(|s| s.requests()) {
+        select.recv(requests);
+    }
+    if let Some(requests) = exporter.and_then(|e| e.requests()) {
+        select.recv(requests);
+    }
+    // Without a channel this sleeps until the deadline. A channel whose
+    // other end is gone is always ready: the pass that drains it marks it
+    // closed, and the next wait leaves it out.
+    let _ = select.ready_deadline(until);
 }
 
 /// SIGINT/SIGTERM set the flag; the loop notices within 100 ms.

@@ -196,8 +196,10 @@ pub fn run(
     };
     // libbpf and our own log lines would scribble over the screen.
     log::set_max_level(log::LevelFilter::Error);
-    let meter = crate::sched::energy_meter(sysfs, &opts.energy, &Plan::new(topo, None)?);
-    observe::with_observer(topo, &devices, &setup, |read| {
+    // The same CPU -> node map the scheduler uses; thresholds do not matter.
+    let plan = Plan::new(topo, None)?;
+    let meter = crate::sched::energy_meter(sysfs, &opts.energy, &plan);
+    observe::with_observer(topo, &plan, &devices, &setup, |read| {
         let mut source = ObserveSource::new(read, meter, devices.clone())
             .context("the first read of the observer's maps")?;
         esn_tui::run(&mut source, refresh, &should_quit)

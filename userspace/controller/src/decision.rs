@@ -4,6 +4,8 @@
 //! interval, so every input of the decision is in it: with the curve and P_numa one
 //! can redo the threshold by hand.
 
+use std::fmt::Write as _;
+
 use serde::{Deserialize, Serialize};
 
 use crate::penalty::PenaltySource;
@@ -39,4 +41,120 @@ pub struct Decision {
     /// "probing up", "probing all", "probing down").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub climb: Option<String>,
+}
+
+impl Decision {
+    /// "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.020n²+0.050n+1.000,
+    /// n* 3": the inputs of the decision, for the log and the stats.
+    pub fn inputs_text(&self) -> String {
+        let mut out = format!("P_numa {:.2} {}", self.p_numa, self.p_numa_source.as_str());
+        match self.p_cont {
+            Some(p) => {
+                let _ = write!(out, ", P_cont {p:.2} at n={}", self.placed);
+            }
+            None => {
+                let _ = write!(out, ", P_cont - at n={}", self.placed);
+            }
+        }
+        match self.curve {
+            Some([a, b, c]) => {
+                let _ = write!(out, ", curve {a:.3}n²{b:+.3}n{c:+.3}");
+            }
+            None => out.push_str(", curve -"),
+        }
+        match self.n_star {
+            Some(n) => {
+                let _ = write!(out, ", n* {n}");
+            }
+            None => out.push_str(", n* -"),
+        }
+        if let Some(doing) = &self.climb {
+            match self.iops {
+                Some(iops) => {
+                    let _ = write!(out, " | IOPS {iops:.0}, {doing}");
+                }
+                None => {
+                    let _ = write!(out, " | IOPS -, {doing}");
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The `--stats` lines of the decisions, one per controlled node, each with
+/// the threshold in force on its node (`thresholds_in_force`, by node id;
+/// the decision's own where the node has none).
+pub fn decisions_text(decisions: &[Decision], thresholds_in_force: &[u32]) -> String {
+    let mut out = String::new();
+    for d in decisions {
+        let in_force = thresholds_in_force
+            .get(d.node as usize)
+            .copied()
+            .unwrap_or(d.threshold);
+        let _ = writeln!(
+            out,
+            "control n{}: threshold {in_force}{} placed {} | {}",
+            d.node,
+            if d.exploring { " (exploring)" } else { "" },
+            d.placed,
+            d.inputs_text()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision() -> Decision {
+        Decision {
+            node: 1,
+            threshold: 2,
+            p_numa: 1.02,
+            p_numa_source: PenaltySource::Measured,
+            curve: Some([0.02, 0.05, 1.0]),
+            n_star: Some(3),
+            exploring: true,
+            placed: 2,
+            p_cont: Some(1.31),
+            iops: None,
+            climb: None,
+        }
+    }
+
+    #[test]
+    fn penalty_source_names_are_the_json_ones() {
+        for source in [
+            PenaltySource::Prior,
+            PenaltySource::Measured,
+            PenaltySource::Override,
+        ] {
+            assert_eq!(serde_json::to_value(source).unwrap(), source.as_str());
+        }
+    }
+
+    #[test]
+    fn inputs_and_lines_read_as_documented() {
+        let mut d = decision();
+        assert_eq!(
+            d.inputs_text(),
+            "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.020n²+0.050n+1.000, n* 3"
+        );
+        assert_eq!(
+            decisions_text(&[d.clone()], &[2, 3]),
+            "control n1: threshold 3 (exploring) placed 2 | P_numa 1.02 measured, P_cont 1.31 \
+             at n=2, curve 0.020n²+0.050n+1.000, n* 3\n"
+        );
+        d.p_cont = None;
+        d.curve = None;
+        d.n_star = None;
+        d.climb = Some("probing up".into());
+        d.iops = Some(1234.4);
+        assert_eq!(
+            d.inputs_text(),
+            "P_numa 1.02 measured, P_cont - at n=2, curve -, n* - | IOPS 1234, probing up"
+        );
+    }
 }

@@ -114,7 +114,7 @@ mod target;
 pub use climb::TASKS_PER_CPU;
 pub use config::{ControllerConfig, Objective, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
 pub use controller::NodeController;
-pub use decision::Decision;
+pub use decision::{decisions_text, Decision};
 pub use penalty::PenaltySource;
 pub use persist::{load, save, LearnedState, LoadOutcome, NodeState};
 pub use sample::{LatencyStat, NodeSample, CONTENTION_MAX};

@@ -25,6 +25,17 @@ pub enum PenaltySource {
     Override,
 }
 
+impl PenaltySource {
+    /// Its name, as the JSON, the stats line and `/metrics` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PenaltySource::Prior => "prior",
+            PenaltySource::Measured => "measured",
+            PenaltySource::Override => "override",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NumaPenalty {
     /// `None` until the first measurement.

@@ -242,11 +242,19 @@ impl Meter {
 
     /// Adds the energy since the previous reading and returns the totals.
     pub fn read(&self) -> Reading {
-        self.read_at(Instant::now())
+        self.read_at(Instant::now(), None)
     }
 
-    /// [`Meter::read`], as if taken at `taken` (the tests' clock).
-    fn read_at(&self, taken: Instant) -> Reading {
+    /// [`Meter::read`] with the model's busy ticks taken from `ticks`, a
+    /// /proc/stat reading the caller just took for the same CPU -> node map
+    /// (the scheduler's busy %): one read of /proc/stat per tick, not two.
+    pub fn read_with_ticks(&self, ticks: &[NodeTicks]) -> Reading {
+        self.read_at(Instant::now(), Some(ticks))
+    }
+
+    /// [`Meter::read`], as if taken at `taken` (the tests' clock), with the
+    /// model's ticks from `ticks` when given.
+    fn read_at(&self, taken: Instant, ticks: Option<&[NodeTicks]>) -> Reading {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let elapsed_s = state
             .last_at
@@ -261,7 +269,10 @@ impl Meter {
                 cpu_node,
                 states,
             } => {
-                let ticks = cpustat::read_from(proc_stat, cpu_node, self.nr_nodes);
+                let ticks = ticks.map_or_else(
+                    || cpustat::read_from(proc_stat, cpu_node, self.nr_nodes),
+                    <[NodeTicks]>::to_vec,
+                );
                 let residency = residency_by_node(states, self.nr_nodes);
                 log::debug!("energy model: ticks {ticks:?}, residency {residency:?}");
                 add_model(watts, &ticks, &residency, elapsed_s, &mut state);
@@ -610,6 +621,33 @@ mod tests {
         (a - b).abs() < 1e-9
     }
 
+    /// Ticks handed in (the scheduler's own /proc/stat reading) give what
+    /// the meter's own read of the same file gives; the file is not read.
+    #[test]
+    fn model_takes_the_callers_ticks() {
+        let tree = Tree::new();
+        let (own, _) = tree.meter(Mode::Auto);
+        let (handed, _) = tree.meter(Mode::Auto);
+        let t0 = Instant::now();
+        let ticks = cpustat::read_from(&tree.stat(), &CPU_NODE, 2);
+        own.read_at(t0, None);
+        handed.read_at(t0, Some(&ticks));
+        tree.set_stat(&[(100, 0), (50, 50), (25, 75), (0, 100)]);
+        let ticks = cpustat::read_from(&tree.stat(), &CPU_NODE, 2);
+        let later = t0 + Duration::from_secs(1);
+        let from_file = own.read_at(later, None);
+        // The file now says otherwise: a meter that read it would differ.
+        tree.set_stat(&[(0, 100); 4]);
+        let from_ticks = handed.read_at(later, Some(&ticks));
+        for node in [0, 1] {
+            assert!(
+                close(joules_of(&from_file, node), joules_of(&from_ticks, node)),
+                "{from_file:?} {from_ticks:?}"
+            );
+        }
+        assert!(joules_of(&from_ticks, 0) > 0.0);
+    }
+
     #[test]
     fn model_matches_a_hand_computation() {
         let tree = Tree::new();
@@ -624,7 +662,7 @@ mod tests {
         assert!(!why.to_lowercase().contains("error"), "{why}");
         assert_eq!(meter.source(), EnergySource::Estimated);
         let t0 = Instant::now();
-        let start = meter.read_at(t0);
+        let start = meter.read_at(t0, None);
         // One second (100 ticks per CPU at USER_HZ 100). Node 0: CPU 0 busy
         // all along, CPU 1 idle 1 s, all of it in C6. Node 1: both CPUs
         // busy 0.25 s and idle 0.75 s, idle residency 1:3 in C1:C6.
@@ -634,7 +672,7 @@ mod tests {
             tree.set_idle(cpu, 1, "C1", 187_500);
             tree.set_idle(cpu, 2, "C6", 562_500);
         }
-        let now = meter.read_at(t0 + Duration::from_secs(1));
+        let now = meter.read_at(t0 + Duration::from_secs(1), None);
         // Node 0, half its CPU time busy, half idle in C6, for 1 s:
         // 1 x (0.5 x 95 + 0.5 x 14) = 54.5 J.
         assert!(close(joules_of(&now, 0), 54.5), "{now:?}");
@@ -652,9 +690,9 @@ mod tests {
         let tree = Tree::new();
         let (meter, _) = tree.meter(Mode::Auto);
         let t0 = Instant::now();
-        meter.read_at(t0);
+        meter.read_at(t0, None);
         tree.set_stat(&[(0, 200), (0, 200), (200, 0), (200, 0)]);
-        let now = meter.read_at(t0 + Duration::from_secs(2));
+        let now = meter.read_at(t0 + Duration::from_secs(2), None);
         // Two seconds: node 0 idle (C1 47 W), node 1 busy (95 W).
         assert!(close(joules_of(&now, 0), 94.0), "{now:?}");
         assert!(close(joules_of(&now, 1), 190.0), "{now:?}");
@@ -667,9 +705,9 @@ mod tests {
         let tree = Tree::new();
         let (meter, _) = tree.meter(Mode::Auto);
         let t0 = Instant::now();
-        meter.read_at(t0);
+        meter.read_at(t0, None);
         tree.set_stat(&[(170, 0); 4]);
-        let now = meter.read_at(t0 + Duration::from_secs(3));
+        let now = meter.read_at(t0 + Duration::from_secs(3), None);
         assert!(close(joules_of(&now, 0), 285.0), "{now:?}");
         assert!(close(joules_of(&now, 1), 285.0), "{now:?}");
     }
@@ -690,14 +728,14 @@ mod tests {
         let tree = Tree::new();
         let (meter, _) = tree.meter(Mode::Auto);
         let t0 = Instant::now();
-        meter.read_at(t0);
+        meter.read_at(t0, None);
         // CPU 3 went offline: its line is gone.
         std::fs::write(
             tree.stat(),
             "cpu0 100 0 0 0 0 0 0 0\ncpu1 100 0 0 0 0 0 0 0\ncpu2 100 0 0 0 0 0 0 0\n",
         )
         .unwrap();
-        let now = meter.read_at(t0 + Duration::from_secs(1));
+        let now = meter.read_at(t0 + Duration::from_secs(1), None);
         assert!(close(joules_of(&now, 0), 95.0));
         assert!(close(joules_of(&now, 1), 0.0));
     }

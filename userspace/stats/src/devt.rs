@@ -262,6 +262,13 @@ impl FromIterator<DeviceInfo> for DeviceTable {
 mod tests {
     use super::*;
 
+    /// The kernel's MKDEV, which BPF's kernel_mkdev() and every map key use.
+    #[test]
+    fn encodes_as_the_kernel_does() {
+        assert_eq!(DevT::new(259, 3).0, (259 << 20) | 3);
+        assert_eq!(DevT::new(8, 16).0, 0x0080_0010);
+    }
+
     #[test]
     fn new_masks_what_does_not_fit() {
         assert_eq!(DevT::new(MAX_MAJOR + 1, 5), DevT::new(0, 5));

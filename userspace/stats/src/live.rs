@@ -207,6 +207,36 @@ impl EnergyStats {
         )
     }
 
+    /// `scx_esn energy`'s line for a window of @elapsed_s: "energy
+    /// (estimated) over 3.0 s: node 0 287.4 J (95.0 W); total 287.4 J
+    /// (95.0 W)". Nothing of what it bought: the meter alone saw no I/O.
+    pub fn window_line(&self, elapsed_s: f64) -> String {
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("node {} {:.1} J ({:.1} W)", n.node, n.joules, n.watts))
+            .collect();
+        format!(
+            "energy ({}) over {elapsed_s:.1} s: {}; total {:.1} J ({:.1} W)",
+            self.source.as_str(),
+            nodes.join(", "),
+            self.joules,
+            self.watts
+        )
+    }
+
+    /// `scx_esn energy --json`: the fields with `elapsed_s`, without the
+    /// per-I/O ones (for a reader who knows the I/O done).
+    pub fn window_json(&self, elapsed_s: f64) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("elapsed_s".to_string(), serde_json::json!(elapsed_s));
+            fields.remove("joules_per_io");
+            fields.remove("tradeoff");
+        }
+        value
+    }
+
     /// Adds what the interval's I/O report says the energy bought.
     pub fn with_io(mut self, io: &Report) -> EnergyStats {
         let reqs: u64 = io.devices.iter().map(|d| d.reqs).sum();

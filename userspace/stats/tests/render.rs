@@ -292,3 +292,29 @@ fn observe_reports_carry_the_energy_line_and_json_field() {
     assert_eq!(json["energy"]["source"], "estimated");
     assert!(json["energy"]["joules_per_io"].as_f64().unwrap() > 0.0);
 }
+
+/// `scx_esn energy`'s two forms, exactly as the VM edges test reads them.
+#[test]
+fn energy_window_line_and_json() {
+    use esn_stats::live::{EnergySource, EnergyStats, NodeEnergy};
+    let e = EnergyStats {
+        source: EnergySource::Estimated,
+        nodes: vec![NodeEnergy {
+            node: 0,
+            joules: 287.36,
+            watts: 95.0,
+        }],
+        joules: 287.36,
+        watts: 95.0,
+        joules_per_io: Some(0.1),
+        tradeoff: Some(2.0),
+    };
+    assert_eq!(
+        e.window_line(3.02),
+        "energy (estimated) over 3.0 s: node 0 287.4 J (95.0 W); total 287.4 J (95.0 W)"
+    );
+    assert_eq!(
+        e.window_json(3.02).to_string(),
+        r#"{"elapsed_s":3.02,"joules":287.36,"nodes":[{"joules":287.36,"node":0,"watts":95.0}],"source":"estimated","watts":95.0}"#
+    );
+}

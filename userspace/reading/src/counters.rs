@@ -1,48 +1,91 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The scheduler's event counters: summed over CPUs, turned into per-interval
-//! deltas and printed for `--stats`.
+//! The scheduler's event counters (`enum esn_stat` of bpf/intf.h): indexed
+//! by [`Stat`], summed over CPUs by the binary, turned into per-interval
+//! deltas here and printed for `--stats`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::bpf_intf;
+use esn_stats::live::{NodeLoad, NodeWaits};
+use esn_stats::LatHist;
 
-/// Counter names in `enum esn_stat` order (bpf/intf.h).
-pub const NAMES: [&str; bpf_intf::esn_stat_ESN_NR_STATS as usize] = [
-    "place_local",
-    "place_spill",
-    "place_none",
-    "release",
-    "io_direct",
-    "io_queued",
-    "io_stolen",
-    "fair_direct",
-    "fair_queued",
-    "fair_stolen",
-    "pinned",
-    "io_scored",
-    "io_unknown_dev",
-    "return_home",
-    "io_preempt",
-    "rq_started",
-    "rq_completed",
-    "rq_untracked",
-    "rq_inflight_full",
-    "rq_requeued",
-    "shed",
-    "io_rescue",
-    "cpu_released",
-    "rq_issue_kept",
-    "rq_no_issue_time",
-    "run_ns_ioprio_rt",
-    "run_ns_ioprio_be",
-    "run_ns_ioprio_idle",
-    "starved_run",
-];
+/// `enum esn_stat` and the names `--stats`, the JSON and `/metrics` give its
+/// values, in the enum's order (a test checks it against bpf/intf.h).
+macro_rules! stats {
+    ($($variant:ident = $name:literal,)*) => {
+        /// One counter of `enum esn_stat`: its value is the counter's index.
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Stat {
+            $($variant,)*
+        }
+
+        /// Counter names in `enum esn_stat` order.
+        pub const NAMES: [&str; [$($name,)*].len()] = [$($name,)*];
+
+        impl Stat {
+            /// Every counter, in the enum's order.
+            pub const ALL: [Stat; NAMES.len()] = [$(Stat::$variant,)*];
+        }
+    };
+}
+
+stats! {
+    PlaceLocal = "place_local",
+    PlaceSpill = "place_spill",
+    PlaceNone = "place_none",
+    Release = "release",
+    IoDirect = "io_direct",
+    IoQueued = "io_queued",
+    IoStolen = "io_stolen",
+    FairDirect = "fair_direct",
+    FairQueued = "fair_queued",
+    FairStolen = "fair_stolen",
+    Pinned = "pinned",
+    IoScored = "io_scored",
+    IoUnknownDev = "io_unknown_dev",
+    ReturnHome = "return_home",
+    IoPreempt = "io_preempt",
+    RqStarted = "rq_started",
+    RqCompleted = "rq_completed",
+    RqUntracked = "rq_untracked",
+    RqInflightFull = "rq_inflight_full",
+    RqRequeued = "rq_requeued",
+    Shed = "shed",
+    IoRescue = "io_rescue",
+    CpuReleased = "cpu_released",
+    RqIssueKept = "rq_issue_kept",
+    RqNoIssueTime = "rq_no_issue_time",
+    RunNsIoprioRt = "run_ns_ioprio_rt",
+    RunNsIoprioBe = "run_ns_ioprio_be",
+    RunNsIoprioIdle = "run_ns_ioprio_idle",
+    StarvedRun = "starved_run",
+}
+
+impl Stat {
+    /// The name of the counter, as `--stats`, the JSON and `/metrics` spell it.
+    pub fn name(self) -> &'static str {
+        NAMES[self as usize]
+    }
+
+    /// Its value in a reading keyed by name (the JSON form): 0 when the
+    /// reading has none (an older scx_esn on the other end of `--monitor`).
+    pub fn value_in(self, by_name: &BTreeMap<String, u64>) -> u64 {
+        by_name.get(self.name()).copied().unwrap_or(0)
+    }
+
+    /// Its value in an array of counters.
+    pub fn of(self, counters: &Counters) -> u64 {
+        counters[self as usize]
+    }
+}
 
 pub type Counters = [u64; NAMES.len()];
 
-pub use esn_stats::live::{NodeLoad, NodeWaits};
-use esn_stats::LatHist;
+/// The sum of several counters of one interval.
+pub fn sum_of(d: &Counters, stats: &[Stat]) -> u64 {
+    stats.iter().map(|s| s.of(d)).sum()
+}
 
 /// One node's `struct esn_node_sched`, summed over CPUs, cumulative.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,13 +99,18 @@ pub struct NodeSched {
 }
 
 impl NodeSched {
-    /// Adds one CPU's copy.
-    pub fn add(&mut self, v: &bpf_intf::esn_node_sched) {
-        self.waits.io_waits += v.io_waits;
-        self.waits.io_wait_ns += v.io_wait_ns;
-        self.waits.fair_waits += v.fair_waits;
-        self.waits.fair_wait_ns += v.fair_wait_ns;
-        for (sum, &n) in self.wait_hist.slots.iter_mut().zip(v.wait_slots.iter()) {
+    /// Adds another copy (one CPU's).
+    pub fn merge(&mut self, v: &NodeSched) {
+        self.waits.io_waits += v.waits.io_waits;
+        self.waits.io_wait_ns += v.waits.io_wait_ns;
+        self.waits.fair_waits += v.waits.fair_waits;
+        self.waits.fair_wait_ns += v.waits.fair_wait_ns;
+        for (sum, &n) in self
+            .wait_hist
+            .slots
+            .iter_mut()
+            .zip(v.wait_hist.slots.iter())
+        {
             *sum += n;
         }
         self.spill_in += v.spill_in;
@@ -86,15 +134,6 @@ fn fmt_wait(mean_ns: Option<f64>) -> String {
     mean_ns.map_or_else(|| "-".to_string(), |ns| format!("{:.0}us", ns / 1000.0))
 }
 
-/// Sum of per-CPU values of one counter, as read from the per-CPU map.
-pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
-    values
-        .iter()
-        .filter_map(|v| v.get(..8))
-        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        .fold(0u64, u64::wrapping_add)
-}
-
 /// Events between two reads. Counters only grow, but a wrapped or reset
 /// counter must not print as a huge number.
 pub fn delta(now: &Counters, before: &Counters) -> Counters {
@@ -107,14 +146,12 @@ pub fn delta(now: &Counters, before: &Counters) -> Counters {
 
 /// One `--stats` line: interval deltas, then per-node placed/threshold.
 pub fn format_line(d: &Counters, nodes: &[NodeLoad]) -> String {
-    let placed = d[bpf_intf::esn_stat_ESN_STAT_PLACE_LOCAL as usize]
-        + d[bpf_intf::esn_stat_ESN_STAT_PLACE_SPILL as usize];
+    let placed = sum_of(d, &[Stat::PlaceLocal, Stat::PlaceSpill]);
     // No placement in the interval: say so rather than "0 % local".
     let mut line = if placed == 0 {
         "place local=-".to_string()
     } else {
-        let local =
-            100.0 * d[bpf_intf::esn_stat_ESN_STAT_PLACE_LOCAL as usize] as f64 / placed as f64;
+        let local = 100.0 * Stat::PlaceLocal.of(d) as f64 / placed as f64;
         format!("place local={local:.0}%")
     };
     for (name, value) in NAMES.iter().zip(d.iter()) {
@@ -140,16 +177,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sums_cpus_and_ignores_short_values() {
-        let vals = vec![
-            5u64.to_ne_bytes().to_vec(),
-            7u64.to_ne_bytes().to_vec(),
-            vec![1, 2],
-        ];
-        assert_eq!(sum_percpu(&vals), 12);
-    }
-
-    #[test]
     fn delta_never_underflows() {
         let mut now = [0; NAMES.len()];
         let mut before = [0; NAMES.len()];
@@ -164,8 +191,8 @@ mod tests {
     #[test]
     fn line_shows_share_counters_and_nodes() {
         let mut d = [0; NAMES.len()];
-        d[bpf_intf::esn_stat_ESN_STAT_PLACE_LOCAL as usize] = 3;
-        d[bpf_intf::esn_stat_ESN_STAT_PLACE_SPILL as usize] = 1;
+        d[Stat::PlaceLocal as usize] = 3;
+        d[Stat::PlaceSpill as usize] = 1;
         let nodes = [
             NodeLoad {
                 node: 0,
@@ -229,16 +256,15 @@ mod tests {
     }
 
     #[test]
-    fn node_sched_adds_cpus() {
-        // A POD filled the way the map's bytes would be.
-        let mut cpu: bpf_intf::esn_node_sched = unsafe { std::mem::zeroed() };
-        cpu.io_waits = 2;
+    fn node_sched_merges_cpus() {
+        let mut cpu = NodeSched::default();
+        cpu.waits.io_waits = 2;
         cpu.spill_in = 1;
         cpu.stolen_from = 4;
-        cpu.wait_slots[10] = 3;
+        cpu.wait_hist.slots[10] = 3;
         let mut sum = NodeSched::default();
-        sum.add(&cpu);
-        sum.add(&cpu);
+        sum.merge(&cpu);
+        sum.merge(&cpu);
         assert_eq!(sum.waits.io_waits, 4);
         assert_eq!((sum.spill_in, sum.spill_out, sum.stolen_from), (2, 0, 8));
         assert_eq!(sum.wait_hist.slots[10], 6);
@@ -250,15 +276,36 @@ mod tests {
         assert!(line.starts_with("place local=- "), "{line}");
     }
 
+    /// Every name is its `ESN_STAT_*` value in lower case, in the enum's
+    /// order: a counter added to intf.h without its name here, or a name out
+    /// of place, fails this rather than print another counter's value.
     #[test]
     fn names_match_the_bpf_enum() {
-        assert_eq!(
-            NAMES[bpf_intf::esn_stat_ESN_STAT_IO_UNKNOWN_DEV as usize],
-            "io_unknown_dev"
-        );
-        assert_eq!(
-            NAMES[bpf_intf::esn_stat_ESN_STAT_IO_STOLEN as usize],
-            "io_stolen"
-        );
+        let intf = include_str!("../../../bpf/intf.h");
+        let body = intf
+            .split("enum esn_stat {")
+            .nth(1)
+            .and_then(|rest| rest.split("};").next())
+            .expect("enum esn_stat in bpf/intf.h");
+        let from_header: Vec<String> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("ESN_STAT_"))
+            .map(|l| {
+                l.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_lowercase()
+            })
+            .collect();
+        assert_eq!(from_header, NAMES);
+        assert_eq!(Stat::IoUnknownDev.name(), "io_unknown_dev");
+        assert!(Stat::ALL.iter().enumerate().all(|(i, &s)| s as usize == i));
+    }
+
+    #[test]
+    fn value_in_reads_by_the_enums_name() {
+        let by_name = BTreeMap::from([("starved_run".to_string(), 3)]);
+        assert_eq!(Stat::StarvedRun.value_in(&by_name), 3);
+        assert_eq!(Stat::Shed.value_in(&by_name), 0);
     }
 }
