@@ -20,7 +20,7 @@ mod plan;
 mod profile;
 mod prom;
 mod sched;
-mod stats;
+mod socket;
 mod top;
 
 use std::mem::MaybeUninit;
@@ -135,19 +135,19 @@ fn learning(opts: &SchedOpts) -> Result<Option<sched::Learning>> {
 fn run_monitor(secs: f64, json: bool) -> Result<()> {
     let every = cli::positive_secs("--monitor", secs)?;
     let shutdown = sched::shutdown_flag()?;
-    stats::monitor(every, json, shutdown)
+    socket::monitor(every, json, shutdown)
 }
 
 fn run_scheduler(opts: &SchedOpts) -> Result<()> {
     if opts.help_stats {
-        return stats::describe(&mut std::io::stdout());
+        return socket::describe(&mut std::io::stdout());
     }
     if let Some(secs) = opts.monitor {
         return run_monitor(secs, opts.json);
     }
     // Everything the command line says is checked before the machine is.
     let learning = learning(opts)?;
-    let stats_access = stats::SocketAccess::for_group(opts.stats_group.as_deref())?;
+    let stats_access = socket::SocketAccess::for_group(opts.stats_group.as_deref())?;
     let stats_every = opts
         .stats
         .map(|secs| cli::positive_secs("--stats", secs))

@@ -34,10 +34,11 @@ use crate::cli::SchedOpts;
 use crate::control::{self, Control};
 use crate::every::Every;
 use crate::plan::Plan;
-use crate::stats;
+use crate::socket;
 use esn_power::cpustat;
 use esn_power::energy::{self, Meter};
 use esn_reading::counters::{self, Counters, NodeSched, Stat};
+use esn_reading::{Cumulative, NodeGauge, Reading};
 use esn_stats::live::NodeWaits;
 
 /// How often the loop samples the kernel (placed tasks, the issue hook,
@@ -359,9 +360,9 @@ impl<'a> Scheduler<'a> {
     /// kept, so the next reader tries again.
     fn pass_reading(
         &self,
-        taken: &mut Option<Arc<stats::Cumulative>>,
+        taken: &mut Option<Arc<Cumulative>>,
         aged_out: u64,
-    ) -> Result<Arc<stats::Cumulative>> {
+    ) -> Result<Arc<Cumulative>> {
         if let Some(reading) = taken {
             return Ok(reading.clone());
         }
@@ -400,14 +401,14 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Placed tasks and threshold of each node with CPUs, now.
-    fn gauges(&self) -> Vec<stats::NodeGauge> {
+    fn gauges(&self) -> Vec<NodeGauge> {
         let placed = self.nr_placed();
         self.plan
             .node_has_cpus
             .iter()
             .enumerate()
             .filter(|(_, &has)| has)
-            .map(|(node, _)| stats::NodeGauge {
+            .map(|(node, _)| NodeGauge {
                 node: node as u32,
                 cpus: self.plan.node_cpus[node],
                 placed: placed[node],
@@ -417,9 +418,9 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Everything counted since start, for an interval's difference.
-    fn cumulative(&self, aged_out: u64) -> Result<stats::Cumulative> {
+    fn cumulative(&self, aged_out: u64) -> Result<Cumulative> {
         let cpu = cpustat::read(&self.plan.cpu_node, self.plan.nr_nodes as usize);
-        Ok(stats::Cumulative {
+        Ok(Cumulative {
             counters: self.read_counters()?,
             sched: self.read_node_sched()?,
             energy: Some(self.energy.read_with_ticks(&cpu)),
@@ -468,13 +469,13 @@ impl<'a> Scheduler<'a> {
         stats_every: Option<Duration>,
         json: bool,
         exporter: Option<&crate::prom::Exporter>,
-        stats_access: &stats::SocketAccess,
+        stats_access: &socket::SocketAccess,
         dvfs: &mut Option<esn_power::dvfs::Dvfs>,
     ) -> Result<UserExitInfo> {
         let mut aged_out = 0;
         let start = Arc::new(self.cumulative(aged_out)?);
         let mut last_stats = start.clone();
-        let server = stats::try_launch(self.devices.clone(), stats_access);
+        let server = socket::try_launch(self.devices.clone(), stats_access);
         let t0 = Instant::now();
         let mut sample = Every::new(SAMPLE_EVERY, t0);
         let mut print_stats = stats_every.map(|d| Every::new(d, t0));
@@ -531,7 +532,7 @@ impl<'a> Scheduler<'a> {
             if let Some(server) = &server {
                 for _ in 0..server.wanted() {
                     match self.pass_reading(&mut pass_reading, aged_out) {
-                        Ok(now) => server.reply(stats::Reading {
+                        Ok(now) => server.reply(Reading {
                             start: start.clone(),
                             now,
                         }),
@@ -544,8 +545,10 @@ impl<'a> Scheduler<'a> {
             }
             if print_stats.as_mut().is_some_and(|e| e.due(now)) {
                 let now = self.pass_reading(&mut pass_reading, aged_out)?;
-                let printed =
-                    stats::print(&stats::interval(&last_stats, &now, &self.devices), json);
+                let printed = socket::print(
+                    &esn_reading::interval(&last_stats, &now, &self.devices),
+                    json,
+                );
                 match printed {
                     // `scx_esn --stats 1 | head`: stop as on SIGINT,
                     // unloaded and with what was learned saved.
@@ -626,7 +629,7 @@ fn node_waits(sched: &[NodeSched]) -> Vec<NodeWaits> {
 
 /// Sleeps until `until`, or until a stats reader or a scrape asks.
 fn wait_for_request(
-    server: Option<&stats::Server>,
+    server: Option<&socket::Server>,
     exporter: Option<&crate::prom::Exporter>,
     until: Instant,
 ) {

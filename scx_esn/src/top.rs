@@ -173,10 +173,10 @@ pub fn run(
     let socket = opts
         .socket
         .as_deref()
-        .unwrap_or(Path::new(crate::stats::SOCKET));
+        .unwrap_or(Path::new(crate::socket::SOCKET));
     let observe = wants_observe(opts, socket);
     if !observe {
-        crate::stats::check_socket_access(socket)?;
+        crate::socket::check_socket_access(socket)?;
     }
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         anyhow::bail!(

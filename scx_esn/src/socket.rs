@@ -28,8 +28,8 @@ use scx_stats::prelude::{
     StatsServerData, StatsStructAttrs,
 };
 
-pub use esn_reading::{interval, render, Cumulative, NodeGauge, Reading};
-pub use esn_stats::live::IntervalStats;
+use esn_reading::{interval, render, Cumulative, Reading};
+use esn_stats::live::IntervalStats;
 
 /// Prints one interval as text or as one JSON line; a closed stdout is
 /// `output::Closed`.

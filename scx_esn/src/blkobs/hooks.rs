@@ -1,38 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The userspace half of blk-mq observation (bpf/blkobs.bpf.h), shared by
-//! the scheduler and `scx_esn observe`.
-//!
-//! ```text
-//!  kernel BTF ─► choose_hooks() ─► autoload one program per tracepoint
-//!  topology   ─► device_table() ─► dev_home_node map (locality in BPF)
-//!  BPF maps   ─► BlkObsMaps::snapshot() ─► esn_stats::RawSnapshot
-//!                BlkObsMaps::age_inflight() drops requests that never
-//!                completed (a lost completion must not fill the table)
-//! ```
-//!
-//! Both skeletons carry the same maps and programs (the header is included
-//! by both objects), so everything here works on `&dyn MapCore` and on
-//! program names, never on one skeleton's generated types.
+//! Which block tracepoints to hook and how: the kernel's BTF and tracefs
+//! probed (`probe_kernel`), one program per tracepoint chosen
+//! (`choose_hooks`, tp_btf or raw_tp) and set to autoload (`apply_hooks`),
+//! the issue hook attached late where a queue does not stamp issue times
+//! (`IssueHook`); and what the loaded programs cost (`object_cost`).
 
-use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
 use esn_reading::Stat;
-use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
-use esn_stats::hist::{LatHist, LAT_SLOTS};
-use esn_stats::snapshot::{
-    comm_from_bytes, BpfCost, IoCounters, IoKey, NodeIo, RawSnapshot, TaskIo,
-};
-use esn_topology::Topology;
-use libbpf_rs::{MapCore, MapFlags};
+use esn_stats::snapshot::BpfCost;
 
-use crate::bpf_intf;
-
-/// A request in flight longer than this lost its completion (or was freed
-/// without one) and is dropped from the table. Far above any real I/O
-/// latency, including SCSI/NVMe timeouts with their retries.
-pub const INFLIGHT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(120);
+use super::maps::BlkObsMaps;
 
 /// The request tracepoints blkobs.bpf.h hooks, in the order it defines them.
 /// Each has a tp_btf program `esn_<tp>` and a raw_tp twin `esn_<tp>_raw`.
@@ -267,111 +246,6 @@ impl IssueHook {
     }
 }
 
-/// The node a device's requests count as local to. A machine with a single
-/// node has nothing remote, whatever sysfs says about the device.
-pub fn effective_node(topo: &Topology, home: Option<u32>) -> Option<u32> {
-    match (home, topo.nodes.as_slice()) {
-        (Some(node), _) => Some(node),
-        (None, [only]) => Some(only.id),
-        _ => None,
-    }
-}
-
-/// Disks (partitions fold into them) with the node their I/O is local to.
-pub fn device_table(topo: &Topology) -> DeviceTable {
-    DeviceTable::new(
-        topo.devices
-            .iter()
-            .map(|d| DeviceInfo {
-                name: d.name.clone(),
-                dev: DevT::new(d.major, d.minor),
-                node: effective_node(topo, d.home_node),
-                partitions: d
-                    .partitions
-                    .iter()
-                    .map(|p| DevT::new(p.major, p.minor))
-                    .collect(),
-            })
-            .collect(),
-    )
-}
-
-/// Tell BPF each disk's node, for the local/remote split.
-pub fn register_devices(dev_home_node: &dyn MapCore, devices: &DeviceTable) -> Result<usize> {
-    let mut n = 0;
-    for dev in devices.devices() {
-        let Some(node) = dev.node else { continue };
-        dev_home_node
-            .update(&dev.dev.0.to_ne_bytes(), &[node as u8], MapFlags::ANY)
-            .with_context(|| format!("registering device {}", dev.name))?;
-        n += 1;
-    }
-    Ok(n)
-}
-
-/// Tell BPF the path disks of multipath heads (hidden: a head's requests are
-/// issued on them) by name: `(path, head's kernel dev_t)`.
-pub fn register_paths<'p>(
-    path_disk_dev: &dyn MapCore,
-    paths: impl IntoIterator<Item = (&'p str, u32)>,
-) -> Result<()> {
-    for (path, head) in paths {
-        let mut key = [0u8; bpf_intf::ESN_DISK_NAME_LEN as usize];
-        let name = path.as_bytes();
-        if name.len() >= key.len() {
-            continue; // the kernel cuts names there: it cannot match
-        }
-        key[..name.len()].copy_from_slice(name);
-        path_disk_dev
-            .update(&key, &head.to_ne_bytes(), MapFlags::ANY)
-            .with_context(|| format!("registering multipath path disk {path}"))?;
-    }
-    Ok(())
-}
-
-/// Every multipath head's paths, with the head's kernel dev_t.
-pub fn topology_paths(topo: &Topology) -> impl Iterator<Item = (&str, u32)> {
-    topo.devices.iter().flat_map(|d| {
-        d.paths
-            .iter()
-            .map(move |p| (p.as_str(), DevT::new(d.major, d.minor).0))
-    })
-}
-
-/// The maps blkobs.bpf.h defines, borrowed from either skeleton.
-pub struct BlkObsMaps<'a> {
-    /// The half-life BPF decays the I/O score with (its rodata).
-    pub io_half_life_ns: u64,
-    pub inflight: &'a dyn MapCore,
-    pub io_hists: &'a dyn MapCore,
-    /// Disk -> home node, as registered: the locality of io_hists' entries.
-    pub dev_home_node: &'a dyn MapCore,
-    pub node_io: &'a dyn MapCore,
-    pub task_io: &'a dyn MapCore,
-    pub stats: &'a dyn MapCore,
-}
-
-/// A plain C value of a map, copied out of its bytes; a size mismatch (an
-/// intf.h change without a rebuild) fails loudly instead of misreading.
-pub fn read_pod<T: Copy>(bytes: &[u8]) -> Result<T> {
-    anyhow::ensure!(
-        bytes.len() == std::mem::size_of::<T>(),
-        "BPF map value of {} bytes, expected {}",
-        bytes.len(),
-        std::mem::size_of::<T>()
-    );
-    // SAFETY: T is a bindgen-generated C struct of integers (every bit
-    // pattern valid) and bytes holds exactly size_of::<T>() bytes.
-    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
-}
-
-/// Has a request been in flight for longer than @max_age_ns? Its age counts
-/// from its latest event (start, or issue after a requeue); a timestamp from
-/// the future (read racing an update) is not stale.
-pub fn is_stale(start_ns: u64, issue_ns: u64, now: u64, max_age_ns: u64) -> bool {
-    now.saturating_sub(start_ns.max(issue_ns)) > max_age_ns
-}
-
 /// Refuse kernels whose request tracepoints take (queue, request): the
 /// programs are written for the one-argument form of 5.11 and later.
 pub fn check_kernel_release(release: &str) -> Result<()> {
@@ -390,65 +264,6 @@ pub fn check_kernel_release(release: &str) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The I/O score as BPF's io_score_now() would compute it at @now: the
-/// stored value is only decayed when the task does I/O.
-pub fn decayed_score(score: u64, decayed_at: u64, now: u64, half_life_ns: u64) -> u64 {
-    if half_life_ns == 0 || now <= decayed_at {
-        return score;
-    }
-    let halvings = (now - decayed_at) / half_life_ns;
-    if halvings >= 64 {
-        0
-    } else {
-        score >> halvings
-    }
-}
-
-fn lat_hist(slots: &[u64], count: u64, sum_ns: u64) -> LatHist {
-    let mut h = LatHist {
-        count,
-        sum_ns,
-        ..Default::default()
-    };
-    for (dst, src) in h.slots.iter_mut().zip(slots.iter().take(LAT_SLOTS)) {
-        *dst = *src;
-    }
-    h
-}
-
-/// One CPU's histogram entry as counters.
-fn io_counters_of(v: &bpf_intf::esn_io_hist) -> IoCounters {
-    let q = bpf_intf::esn_lat_kind_ESN_LAT_QUEUE as usize;
-    let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
-    IoCounters {
-        reqs: v.reqs,
-        bytes: v.bytes,
-        cross_completions: v.cross_completions,
-        queue: lat_hist(&v.slots[q], v.lat_cnt[q], v.lat_sum_ns[q]),
-        device: lat_hist(&v.slots[d], v.lat_cnt[d], v.lat_sum_ns[d]),
-    }
-}
-
-/// Sum of per-CPU values of one counter, as read from the per-CPU map.
-pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
-    values
-        .iter()
-        .filter_map(|v| v.get(..8))
-        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        .fold(0u64, u64::wrapping_add)
-}
-
-/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// run_time_ns and run_cnt of a loaded program, from its fdinfo (filled
@@ -482,174 +297,9 @@ pub fn object_cost(object: &libbpf_rs::Object) -> BpfCost {
     cost
 }
 
-impl BlkObsMaps<'_> {
-    /// One `enum esn_stat` counter, summed over CPUs.
-    pub fn stat(&self, stat: Stat) -> Result<u64> {
-        let values = self
-            .stats
-            .lookup_percpu(&(stat as u32).to_ne_bytes(), MapFlags::ANY)
-            .context("reading the stats map")?
-            .unwrap_or_default();
-        Ok(sum_percpu(&values))
-    }
-
-    /// Disk (dev_t) -> home node, as BPF judges locality by.
-    fn dev_homes(&self) -> Result<BTreeMap<u32, u8>> {
-        let mut homes = BTreeMap::new();
-        for key in self.dev_home_node.keys() {
-            if let Some(home) = self.dev_home_node.lookup(&key, MapFlags::ANY)? {
-                homes.insert(read_pod::<u32>(&key)?, read_pod::<u8>(&home)?);
-            }
-        }
-        Ok(homes)
-    }
-
-    /// The per-(device, locality, op) counters alone: what the controller
-    /// reads every interval, without walking the task table. BPF keeps them
-    /// per submitting node and per CPU; the CPUs add up and the nodes fold
-    /// into local, remote and unknown here.
-    pub fn io_counters(&self) -> Result<BTreeMap<IoKey, IoCounters>> {
-        let homes = self.dev_homes()?;
-        let mut io: BTreeMap<IoKey, IoCounters> = BTreeMap::new();
-        for key in self.io_hists.keys() {
-            let Some(per_cpu) = self.io_hists.lookup_percpu(&key, MapFlags::ANY)? else {
-                continue; // deleted between keys() and lookup()
-            };
-            let k: bpf_intf::esn_io_key = read_pod(&key)?;
-            let home = homes.get(&k.dev).copied();
-            let Some(io_key) = IoKey::from_raw(k.dev, home, k.submit_node, k.op) else {
-                continue;
-            };
-            let sum = io.entry(io_key).or_default();
-            for value in &per_cpu {
-                sum.merge(&io_counters_of(&read_pod(value)?));
-            }
-        }
-        Ok(io)
-    }
-
-    /// One consistent-enough read of every table (each map is read once;
-    /// counters only grow, so deltas between reads stay meaningful).
-    pub fn snapshot(&self, nr_nodes: u32, cost: BpfCost, aged_out: u64) -> Result<RawSnapshot> {
-        let mut snap = RawSnapshot {
-            at_ns: monotonic_ns(),
-            cost,
-            aged_out,
-            ..Default::default()
-        };
-
-        snap.io = self.io_counters()?;
-
-        for node in 0..nr_nodes {
-            let Some(per_cpu) = self
-                .node_io
-                .lookup_percpu(&node.to_ne_bytes(), MapFlags::ANY)?
-            else {
-                continue;
-            };
-            let mut sum = NodeIo::default();
-            for value in &per_cpu {
-                let v: bpf_intf::esn_node_io = read_pod(value)?;
-                sum.reqs += v.reqs;
-                sum.bytes += v.bytes;
-                sum.remote_reqs += v.remote_reqs;
-                sum.remote_bytes += v.remote_bytes;
-                sum.completions += v.completions;
-                sum.cross_completions += v.cross_completions;
-            }
-            snap.nodes.insert(node, sum);
-        }
-
-        for key in self.task_io.keys() {
-            let Some(value) = self.task_io.lookup(&key, MapFlags::ANY)? else {
-                continue;
-            };
-            let tid = u32::from_ne_bytes(key[..4].try_into().context("task_io key")?);
-            let v: bpf_intf::esn_task_io = read_pod(&value)?;
-            let comm: Vec<u8> = v.comm.iter().map(|&c| c as u8).collect();
-            snap.tasks.insert(
-                tid,
-                TaskIo {
-                    tid,
-                    tgid: v.tgid,
-                    comm: comm_from_bytes(&comm),
-                    reqs: v.reqs,
-                    bytes: v.bytes,
-                    remote_reqs: v.remote_reqs,
-                    last_node: (v.reqs > 0 && v.last_node as u32 != bpf_intf::ESN_NO_NODE)
-                        .then_some(v.last_node as u32),
-                    dominant_dev: (v.vote_weight > 0).then_some(DevT(v.vote_dev)),
-                    io_score: decayed_score(
-                        v.score,
-                        v.decayed_at,
-                        snap.at_ns,
-                        self.io_half_life_ns,
-                    ),
-                },
-            );
-        }
-
-        snap.started = self.stat(Stat::RqStarted)?;
-        snap.completed = self.stat(Stat::RqCompleted)?;
-        snap.untracked = self.stat(Stat::RqUntracked)?;
-        snap.inflight_full = self.stat(Stat::RqInflightFull)?;
-        Ok(snap)
-    }
-
-    /// Delete requests in flight for longer than @max_age_ns: their
-    /// completion was missed (attached mid-flight, a lost event, a request
-    /// freed without completing). Returns how many were dropped.
-    pub fn age_inflight(&self, max_age_ns: u64) -> Result<u64> {
-        let now = monotonic_ns();
-        let mut stale = Vec::new();
-        for key in self.inflight.keys() {
-            let Some(value) = self.inflight.lookup(&key, MapFlags::ANY)? else {
-                continue;
-            };
-            // struct blkobs_rq starts with start_ns, issue_ns.
-            let start = u64::from_ne_bytes(value[0..8].try_into().context("inflight value")?);
-            let issue = u64::from_ne_bytes(value[8..16].try_into().context("inflight value")?);
-            if is_stale(start, issue, now, max_age_ns) {
-                stale.push(key);
-            }
-        }
-        let mut dropped = 0;
-        for key in stale {
-            // Already completed meanwhile: nothing to drop.
-            if self.inflight.delete(&key).is_ok() {
-                dropped += 1;
-            }
-        }
-        Ok(dropped)
-    }
-}
-
-/// Each disk's io_ticks (ms busy since boot) from /sys/block/NAME/stat; a
-/// disk whose file cannot be read is left out (its utilisation shows "-").
-pub fn read_io_ticks(devices: &DeviceTable) -> BTreeMap<DevT, u64> {
-    devices
-        .devices()
-        .iter()
-        .filter_map(|d| {
-            let text = std::fs::read_to_string(format!("/sys/block/{}/stat", d.name)).ok()?;
-            Some((d.dev, esn_stats::snapshot::io_ticks_from_stat(&text)?))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sums_cpus_and_ignores_short_values() {
-        let vals = vec![
-            5u64.to_ne_bytes().to_vec(),
-            7u64.to_ne_bytes().to_vec(),
-            vec![1, 2],
-        ];
-        assert_eq!(sum_percpu(&vals), 12);
-    }
 
     fn kernel(btf: &[&str], tracefs: &[&str]) -> KernelHooks {
         KernelHooks {
@@ -743,16 +393,6 @@ mod tests {
     }
 
     #[test]
-    fn staleness_counts_from_the_latest_event() {
-        let max = 1_000;
-        assert!(!is_stale(100, 0, 1_100, max), "exactly max old: kept");
-        assert!(is_stale(100, 0, 1_101, max));
-        assert!(!is_stale(100, 900, 1_500, max), "issued later: younger");
-        assert!(is_stale(0, 100, 1_200, max), "start missed, old issue");
-        assert!(!is_stale(5_000, 0, 1_000, max), "from the future: kept");
-    }
-
-    #[test]
     fn kernel_release_floor() {
         assert!(check_kernel_release("5.10.0-28-amd64").is_err());
         assert!(check_kernel_release("4.19.0").is_err());
@@ -762,26 +402,6 @@ mod tests {
         assert!(check_kernel_release("weird").is_ok(), "unparsable: try");
         let err = check_kernel_release("5.4.0").unwrap_err().to_string();
         assert!(err.contains("5.11"), "{err}");
-    }
-
-    #[test]
-    fn score_decays_like_bpf() {
-        let hl = 100;
-        assert_eq!(decayed_score(64, 1000, 1000, hl), 64);
-        assert_eq!(decayed_score(64, 1000, 1099, hl), 64);
-        assert_eq!(decayed_score(64, 1000, 1100, hl), 32);
-        assert_eq!(decayed_score(64, 1000, 1350, hl), 8);
-        assert_eq!(decayed_score(64, 1000, 1000 + 64 * hl, hl), 0);
-        assert_eq!(
-            decayed_score(64, 2000, 1000, hl),
-            64,
-            "clock behind: no decay"
-        );
-        assert_eq!(
-            decayed_score(64, 0, 1 << 40, 0),
-            64,
-            "no half-life: no decay"
-        );
     }
 
     #[test]
