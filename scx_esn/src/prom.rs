@@ -271,120 +271,35 @@ pub fn launch_checked(spec: Option<SocketAddr>, devices: &DeviceTable) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use esn_reading::{NodeGauge, NodeSched};
-    use esn_stats::devt::{DevT, DeviceInfo};
-    use esn_stats::hist::LatHist;
-    use esn_stats::live::NodeWaits;
-    use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
-    use std::collections::BTreeMap;
     use std::io::{Read, Write};
     use std::net::TcpStream;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
 
-    fn devices() -> DeviceTable {
-        DeviceTable::new(vec![DeviceInfo {
-            name: "nvme0n1".into(),
-            dev: DevT::new(259, 0),
-            node: Some(1),
-            partitions: vec![],
-        }])
-    }
-
+    /// What a scrape shows is esn_reading's (tested there): here only that
+    /// each scrape gets the loop's reading of the moment.
     fn reading() -> Cumulative {
-        let mut c = Cumulative::default();
-        c.counters[0] = 7;
-        c.sched = vec![
-            NodeSched::default(),
-            NodeSched {
-                waits: NodeWaits {
-                    io_waits: 4,
-                    io_wait_ns: 2_000_000_000,
-                    fair_waits: 1,
-                    fair_wait_ns: 5,
-                },
-                spill_in: 3,
-                stolen_from: 6,
-                ..Default::default()
-            },
-        ];
-        c.io.io_ticks_ms = BTreeMap::from([(DevT::new(259, 0), 2500)]);
-        c.energy = Some(esn_power::energy::Reading {
-            source: esn_stats::live::EnergySource::Estimated,
-            taken: std::time::Instant::now(),
-            joules: vec![(0, 12.5), (1, 40.0)],
-        });
-        c.io.cost = esn_stats::snapshot::BpfCost {
-            run_time_ns: 1_500_000_000,
-            run_cnt: 40,
-        };
-        c.nodes = vec![
-            NodeGauge {
-                node: 0,
-                cpus: 2,
-                placed: 0,
-                threshold: 2,
-            },
-            NodeGauge {
-                node: 1,
-                cpus: 2,
-                placed: 2,
-                threshold: 3,
-            },
-        ];
-        let mut device = LatHist::default();
-        for ns in [100, 50_000, 50_000, 3_000_000, u64::MAX / 2] {
-            device.record(ns);
-        }
-        for (locality, reqs) in [(Locality::Local, 5), (Locality::Remote, 2)] {
-            c.io.io.insert(
-                IoKey {
-                    dev: DevT::new(259, 0),
-                    locality,
-                    op: Op::Read,
-                },
-                IoCounters {
-                    reqs,
-                    bytes: reqs * 4096,
-                    device: device.clone(),
-                    ..Default::default()
-                },
-            );
-        }
-        c.io.nodes = BTreeMap::from([(
-            0,
-            NodeIo {
-                reqs: 2,
-                remote_reqs: 2,
-                ..Default::default()
-            },
-        )]);
-        c
+        Cumulative::default()
     }
 
-    /// name{labels} -> value, every sample line of an exposition.
-    fn samples(text: &str) -> BTreeMap<String, f64> {
-        text.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(|l| {
-                let (series, value) = l.rsplit_once(' ').expect("a sample line");
-                (series.to_string(), value.parse().expect("a number"))
-            })
-            .collect()
+    /// A server on a free loopback port and the run loop's end of it.
+    fn on_loopback() -> (SocketAddr, Exporter) {
+        let (source, rx) = channel_source();
+        let addr = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            DeviceTable::default(),
+            source,
+        )
+        .unwrap();
+        (addr, Exporter::new(rx))
     }
 
-    #[test]
-    fn listen_spec_defaults_to_loopback() {
-        assert_eq!(
-            parse_listen("9090").unwrap(),
-            "127.0.0.1:9090".parse().unwrap()
-        );
-        assert_eq!(
-            parse_listen("[::1]:9100").unwrap(),
-            "[::1]:9100".parse().unwrap()
-        );
-        let err = parse_listen("localhost").unwrap_err();
-        assert!(err.contains("ADDR:PORT"), "{err}");
+    /// The value of the place_local event in a scrape's body.
+    fn place_local(body: &str) -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix("scx_esn_events_total{event=\"place_local\"} "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no place_local in\n{body}"))
     }
 
     fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
@@ -398,9 +313,7 @@ mod tests {
 
     #[test]
     fn scraped_over_http_on_loopback() {
-        let (source, rx) = channel_source();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
-        let exporter = Exporter::new(rx);
+        let (addr, exporter) = on_loopback();
         // Stands in for the run loop: answers scrapes with fresh readings.
         let mut served = 0;
         let loop_thread = std::thread::spawn(move || {
@@ -417,9 +330,9 @@ mod tests {
         let (head, body) = http_get(addr, "/metrics");
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         assert!(head.contains("application/openmetrics-text"), "{head}");
-        let first = samples(&body)["scx_esn_events_total{event=\"place_local\"}"];
+        let first = place_local(&body);
         let (_, body) = http_get(addr, "/metrics");
-        let second = samples(&body)["scx_esn_events_total{event=\"place_local\"}"];
+        let second = place_local(&body);
         assert!(second > first, "each scrape gets a new reading");
         assert!(http_get(addr, "/nope").0.starts_with("HTTP/1.1 404"));
         loop_thread.join().unwrap();
@@ -431,9 +344,7 @@ mod tests {
 
     #[test]
     fn a_failed_reading_is_a_503_and_the_loop_goes_on() {
-        let (source, rx) = channel_source();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
-        let exporter = Exporter::new(rx);
+        let (addr, exporter) = on_loopback();
         let (stop_tx, stop) = bounded::<()>(1);
         // The run loop: its first reading fails (a map read error), the next
         // ones work. answer() has no error to return: the loop cannot stop.
@@ -470,10 +381,8 @@ mod tests {
 
     impl Served {
         fn start() -> Served {
-            let (source, rx) = channel_source();
-            let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+            let (addr, exporter) = on_loopback();
             let stop = Arc::new(AtomicBool::new(false));
-            let exporter = Exporter::new(rx);
             let loop_stop = stop.clone();
             let run_loop = std::thread::spawn(move || {
                 while !loop_stop.load(Ordering::Relaxed) {
@@ -575,7 +484,12 @@ mod tests {
     #[test]
     fn an_oversized_head_is_refused_not_buffered() {
         let (source, _rx) = channel_source();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), devices(), source).unwrap();
+        let addr = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            DeviceTable::default(),
+            source,
+        )
+        .unwrap();
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut head = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();

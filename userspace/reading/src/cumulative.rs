@@ -218,8 +218,8 @@ fn fmt_wait_bound(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use esn_stats::devt::{DevT, DeviceInfo};
-    use esn_stats::live::EnergySource;
+    use crate::fixtures;
+    use esn_stats::devt::DevT;
     use esn_stats::live::NodeWaits;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
     use std::time::Duration;
@@ -251,26 +251,12 @@ mod tests {
             },
         ];
         // Joules since start: node 0 1 J per request, node 1 2 J.
-        c.energy = Some(esn_power::energy::Reading {
-            source: EnergySource::Estimated,
-            taken: epoch() + Duration::from_nanos(at_ns),
-            joules: vec![(0, reqs as f64), (1, 2.0 * reqs as f64)],
-        });
+        c.energy = Some(fixtures::energy(
+            Duration::from_nanos(at_ns),
+            [reqs as f64, 2.0 * reqs as f64],
+        ));
         c.watchdog_timeout_ms = 30_000;
-        c.nodes = vec![
-            NodeGauge {
-                node: 0,
-                cpus: 2,
-                placed: 0,
-                threshold: 2,
-            },
-            NodeGauge {
-                node: 1,
-                cpus: 2,
-                placed,
-                threshold: 1,
-            },
-        ];
+        c.nodes = fixtures::gauges(placed, 1);
         let mut device = LatHist::default();
         for _ in 0..reqs {
             device.record(100_000);
@@ -292,19 +278,8 @@ mod tests {
         c
     }
 
-    /// One Instant for every reading of a test, so their spacing is exact.
-    fn epoch() -> std::time::Instant {
-        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        *EPOCH.get_or_init(std::time::Instant::now)
-    }
-
     fn devices() -> DeviceTable {
-        DeviceTable::new(vec![DeviceInfo {
-            name: "nvme0n1".into(),
-            dev: DevT::new(259, 0),
-            node: Some(1),
-            partitions: vec![],
-        }])
+        fixtures::devices(false)
     }
 
     #[test]

@@ -13,11 +13,17 @@
 //! ```
 //!
 //! Pure: nothing here touches BPF, files or sockets, so every output is
-//! tested on recorded readings (tests/recorded.rs holds them byte for byte).
+//! tested on recorded readings (recorded.rs holds them byte for byte, in
+//! tests/golden/).
 
 pub mod counters;
 pub mod cumulative;
 pub mod metrics;
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod recorded;
 
 pub use counters::{Counters, NodeSched, Stat};
 pub use cumulative::{interval, render, Cumulative, NodeGauge, Reading};

@@ -392,18 +392,15 @@ pub fn exposition_text(reading: Arc<Cumulative>, devices: &DeviceTable) -> Resul
 mod tests {
     use super::*;
     use crate::counters::NodeSched;
-    use esn_stats::devt::{DevT, DeviceInfo};
+    use crate::fixtures;
+    use esn_stats::devt::DevT;
     use esn_stats::live::NodeWaits;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
     use std::collections::BTreeMap;
+    use std::time::Duration;
 
     fn devices() -> DeviceTable {
-        DeviceTable::new(vec![DeviceInfo {
-            name: "nvme0n1".into(),
-            dev: DevT::new(259, 0),
-            node: Some(1),
-            partitions: vec![],
-        }])
+        fixtures::devices(false)
     }
 
     fn reading() -> Cumulative {
@@ -424,29 +421,12 @@ mod tests {
             },
         ];
         c.io.io_ticks_ms = BTreeMap::from([(DevT::new(259, 0), 2500)]);
-        c.energy = Some(esn_power::energy::Reading {
-            source: esn_stats::live::EnergySource::Estimated,
-            taken: std::time::Instant::now(),
-            joules: vec![(0, 12.5), (1, 40.0)],
-        });
+        c.energy = Some(fixtures::energy(Duration::ZERO, [12.5, 40.0]));
         c.io.cost = esn_stats::snapshot::BpfCost {
             run_time_ns: 1_500_000_000,
             run_cnt: 40,
         };
-        c.nodes = vec![
-            NodeGauge {
-                node: 0,
-                cpus: 2,
-                placed: 0,
-                threshold: 2,
-            },
-            NodeGauge {
-                node: 1,
-                cpus: 2,
-                placed: 2,
-                threshold: 3,
-            },
-        ];
+        c.nodes = fixtures::gauges(2, 3);
         let mut device = LatHist::default();
         for ns in [100, 50_000, 50_000, 3_000_000, u64::MAX / 2] {
             device.record(ns);

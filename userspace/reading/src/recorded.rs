@@ -11,40 +11,20 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use esn_controller::Decision;
+use esn_controller::{Decision, PenaltySource};
 use esn_power::cpustat::NodeTicks;
-use esn_reading::{interval, metrics, render, Cumulative, NodeGauge, NodeSched};
-use esn_stats::devt::DeviceTable;
+use esn_stats::devt::{DevT, DeviceTable};
 use esn_stats::live::{IntervalStats, NodeWaits};
+use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op, TaskIo};
 use esn_stats::LatHist;
 
-use esn_controller::PenaltySource;
-use esn_stats::devt::{DevT, DeviceInfo};
-use esn_stats::live::EnergySource;
-use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op, TaskIo};
+use crate::fixtures;
+use crate::{interval, metrics, render, Cumulative, NodeSched};
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
 
-fn epoch() -> std::time::Instant {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    *EPOCH.get_or_init(std::time::Instant::now)
-}
-
 fn devices() -> DeviceTable {
-    DeviceTable::new(vec![
-        DeviceInfo {
-            name: "nvme0n1".into(),
-            dev: DevT::new(259, 0),
-            node: Some(1),
-            partitions: vec![],
-        },
-        DeviceInfo {
-            name: "vda".into(),
-            dev: DevT::new(254, 0),
-            node: None,
-            partitions: vec![],
-        },
-    ])
+    fixtures::devices(true)
 }
 
 /// Everything counted after `secs` seconds of a steady load: every
@@ -81,26 +61,12 @@ fn recorded(secs: u64) -> Cumulative {
             cpus: 2,
         })
         .collect();
-    c.energy = Some(esn_power::energy::Reading {
-        source: EnergySource::Estimated,
-        taken: epoch() + Duration::from_secs(secs),
-        joules: vec![(0, secs as f64 * 41.5), (1, secs as f64 * 77.25)],
-    });
+    c.energy = Some(fixtures::energy(
+        Duration::from_secs(secs),
+        [secs as f64 * 41.5, secs as f64 * 77.25],
+    ));
     c.watchdog_timeout_ms = 30_000;
-    c.nodes = vec![
-        NodeGauge {
-            node: 0,
-            cpus: 2,
-            placed: 0,
-            threshold: 2,
-        },
-        NodeGauge {
-            node: 1,
-            cpus: 2,
-            placed: 3,
-            threshold: 2,
-        },
-    ];
+    c.nodes = fixtures::gauges(3, 2);
     c.decisions = vec![Decision {
         node: 1,
         threshold: 2,
