@@ -17,13 +17,12 @@
 //! What a scrape says is esn_reading::metrics'. The thread never touches
 //! BPF: like the stats server it asks the run loop, which answers at once.
 
-use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError};
+use crossbeam::channel::{bounded, Receiver, Sender};
 use esn_stats::devt::DeviceTable;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -73,8 +72,6 @@ fn channel_source() -> (ReadingSource, Receiver<Sender<Arc<Cumulative>>>) {
 /// The run loop's side: readings are asked for with a reply channel each.
 pub struct Exporter {
     requests: Receiver<Sender<Arc<Cumulative>>>,
-    /// The server's threads are gone: requests are no longer waited on.
-    closed: Cell<bool>,
 }
 
 impl Exporter {
@@ -88,10 +85,7 @@ impl Exporter {
     }
 
     fn new(requests: Receiver<Sender<Arc<Cumulative>>>) -> Exporter {
-        Exporter {
-            requests,
-            closed: Cell::new(false),
-        }
+        Exporter { requests }
     }
 
     /// Answers every scrape waiting for a reading (call from the run loop
@@ -99,15 +93,7 @@ impl Exporter {
     /// those scrapes get a 503 (their reply channel closes): monitoring
     /// never stops the scheduler.
     pub fn answer(&self, mut read: impl FnMut() -> Result<Arc<Cumulative>>) {
-        loop {
-            let reply = match self.requests.try_recv() {
-                Ok(reply) => reply,
-                Err(TryRecvError::Empty) => return,
-                Err(TryRecvError::Disconnected) => {
-                    self.closed.set(true);
-                    return;
-                }
-            };
+        for reply in self.requests.try_iter() {
             match read() {
                 // A scraper that gave up is gone; nothing to do about it here.
                 Ok(r) => {
@@ -116,11 +102,6 @@ impl Exporter {
                 Err(err) => log::warn!("a /metrics scrape gets a 503: {err:#}"),
             }
         }
-    }
-
-    /// What the run loop waits on between jobs: a scrape asking.
-    pub fn requests(&self) -> Option<&Receiver<Sender<Arc<Cumulative>>>> {
-        (!self.closed.get()).then_some(&self.requests)
     }
 }
 

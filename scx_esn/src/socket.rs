@@ -11,7 +11,6 @@
 //!              of `scx_esn --monitor` clients get their own intervals
 //! ```
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use crossbeam::channel::{Receiver, Sender, TryRecvError};
+use crossbeam::channel::{Receiver, Sender};
 use esn_stats::devt::DeviceTable;
 use esn_stats::schema;
 use log::warn;
@@ -68,8 +67,6 @@ pub struct Server {
     _server: StatsServer<(), Reading>,
     requests: Receiver<()>,
     replies: Sender<Reading>,
-    /// The server's thread is gone: its requests are no longer waited on.
-    closed: Cell<bool>,
 }
 
 impl Server {
@@ -109,28 +106,12 @@ impl Server {
             _server: server,
             requests,
             replies,
-            closed: Cell::new(false),
         })
     }
 
     /// How many readers wait for a reading (call from the run loop).
     pub fn wanted(&self) -> usize {
-        let mut n = 0;
-        loop {
-            match self.requests.try_recv() {
-                Ok(()) => n += 1,
-                Err(TryRecvError::Empty) => return n,
-                Err(TryRecvError::Disconnected) => {
-                    self.closed.set(true);
-                    return n;
-                }
-            }
-        }
-    }
-
-    /// What the run loop waits on between jobs: a reader asking.
-    pub fn requests(&self) -> Option<&Receiver<()>> {
-        (!self.closed.get()).then_some(&self.requests)
+        self.requests.try_iter().count()
     }
 
     pub fn reply(&self, reading: Reading) {
