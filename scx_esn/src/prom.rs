@@ -15,7 +15,8 @@
 //! floods or drips holds up nobody but itself.
 //!
 //! What a scrape says is esn_reading::metrics'. The thread never touches
-//! BPF: like the stats server it asks the run loop, which answers at once.
+//! BPF: like the stats server it asks the run loop, which answers within one
+//! sample period (100 ms).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
