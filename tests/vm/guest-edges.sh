@@ -6,7 +6,8 @@
 #   A. one node, no NVMe: `scx_esn topology` says so; the scheduler loads,
 #      schedules stress-ng and a shell loop forking /bin/true as a plain fair
 #      scheduler (nothing placed, no error; forks >= 0.5x and stress-ng's bogo
-#      ops >= 0.8x EEVDF's in the same boot), and SIGINT: exit 0.
+#      ops >= 0.8x EEVDF's in the same boot, the best of two 10 s windows
+#      each), and SIGINT: exit 0.
 #   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
 #      nobody exits 1 at once with "permission denied ... run as root".
 #   C. a second scx_esn while the first runs: exit 1 naming the scheduler
@@ -99,7 +100,21 @@ fair_load() {
 	STRESS_RC=$?
 	BOGO=$(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log")
 }
-fair_load
+# fair_load_best: fair_load twice, the better of each figure. The host is
+# shared: a burst of its load in one 10 s window cost scx_esn 0.77x in CI
+# (a boot that took 47 s instead of 21-25); both schedulers get two windows
+# and are judged by their best, so the 0.8x bar stays as it was.
+fair_load_best() {
+	local forks=0 bogo=0 rc=0
+	for _ in 1 2; do
+		fair_load
+		((FORKS > forks)) && forks=$FORKS
+		[[ ${BOGO:-0} =~ ^[0-9]+$ ]] && ((BOGO > bogo)) && bogo=$BOGO
+		((STRESS_RC != 0)) && rc=$STRESS_RC
+	done
+	FORKS=$forks BOGO=$bogo STRESS_RC=$rc
+}
+fair_load_best
 eevdf_forks=$FORKS eevdf_bogo=${BOGO:-0}
 
 if ! sched_start "$sched_out" "$sched_err" 60 "$bin" --stats 1 --no-state; then
@@ -107,19 +122,19 @@ if ! sched_start "$sched_out" "$sched_err" 60 "$bin" --stats 1 --no-state; then
 	finish_all
 fi
 check "A loads on one node without NVMe" 1 "enabled after ${SCHED_TOOK}s"
-fair_load
+fair_load_best
 state=$(sx_state)
 placed=$(grep -cE 'placed [1-9]' "$sched_out" || true)
 errors=$(grep -ciE 'panicked|stall|error' "$sched_err" || true)
 ok=0
 # Same boot, same load: scx_esn's fair path within reach of EEVDF's.
 if [[ $STRESS_RC == 0 && $state == enabled && $placed == 0 && $errors == 0 ]] &&
-	awk -v f="$FORKS" -v ef="$eevdf_forks" -v b="${BOGO:-0}" -v eb="$eevdf_bogo" \
+	awk -v f="$FORKS" -v ef="$eevdf_forks" -v b="$BOGO" -v eb="$eevdf_bogo" \
 		'BEGIN { exit !(f >= 0.5 * ef && b >= 0.8 * eb) }'; then
 	ok=1
 fi
 check "A schedules CPU work as a fair scheduler" "$ok" \
-	"forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops ${BOGO:-?} (EEVDF $eevdf_bogo, >= 0.8x); state $state; intervals with placed tasks $placed; errors $errors"
+	"best of 2 windows each: forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops $BOGO (EEVDF $eevdf_bogo, >= 0.8x); state $state; intervals with placed tasks $placed; errors $errors"
 
 # W, from A's intervals: the model's estimate, labelled so.
 estimated=$(grep -c '^energy (estimated): node 0 [0-9.]* W; total' "$sched_out" || true)
