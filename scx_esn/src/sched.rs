@@ -460,9 +460,8 @@ impl<'a> Scheduler<'a> {
     /// Each pass of the loop sleeps until the next job is due, runs the jobs
     /// that are due (each [`Every`]: once after a stall, never in a burst),
     /// then answers every reader waiting with one reading of the maps shared
-    /// by all of them. The
-    /// controller's step reads only what it weighs (the I/O counters and
-    /// the waits, not the task table).
+    /// by all of them. The controller's step reads only what it weighs (the
+    /// I/O counters and the waits, not the task table).
     pub fn run(
         &mut self,
         shutdown: &AtomicBool,
@@ -489,18 +488,12 @@ impl<'a> Scheduler<'a> {
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             // The sample period bounds the wait: shutdown and the kernel's
             // exit are noticed within it.
-            let until = [
-                Some(sample.next()),
-                print_stats.map(|e| e.next()),
-                Some(aging.next()),
-                control_step.map(|e| e.next()),
-                Some(save.next()),
-                Some(energy_keep_up.next()),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or_else(|| Instant::now() + SAMPLE_EVERY);
+            let until = [print_stats, control_step]
+                .into_iter()
+                .flatten()
+                .chain([aging, save, energy_keep_up])
+                .map(|e| e.next())
+                .fold(sample.next(), Instant::min);
             // A plain sleep, not a blocking select on the readers' channels:
             // crossbeam's select spins and yields before it parks, which
             // burned ~90 % of a CPU in the TCG VM (1071 ticks against 275
