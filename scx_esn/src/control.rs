@@ -31,12 +31,12 @@ use anyhow::Result;
 
 use esn_controller::persist::{self, LoadOutcome};
 use esn_controller::{ControllerConfig, Decision, LatencyStat, NodeController, NodeSample};
-use esn_stats::devt::DevT;
 use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
+use esn_topology::devt::DevT;
 use log::{info, warn};
 
-use crate::plan::Plan;
 use esn_stats::live::NodeWaits;
+use esn_topology::plan::Plan;
 
 /// Where the learned state lives unless `--state-file` says otherwise.
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/scx_esn/learned.json";

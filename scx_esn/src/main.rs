@@ -16,7 +16,6 @@ mod every;
 mod observe;
 mod observe_skel;
 mod output;
-mod plan;
 mod profile;
 mod prom;
 mod sched;
@@ -32,7 +31,7 @@ use anyhow::{bail, Context, Result};
 use esn_topology::Topology;
 
 use cli::{Command, SchedOpts};
-use plan::Plan;
+use esn_topology::plan::Plan;
 
 fn init_logging(verbose: u8) -> Result<()> {
     // libbpf's verifier log comes as warnings; -v shows our debug lines.
@@ -157,7 +156,11 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
     let shutdown = sched::shutdown_flag()?;
     // Bound before loading: a taken port is an error now, not a silent gap
     // in the dashboards. It outlives restarts of the scheduler.
-    let exporter = prom::launch_checked(opts.prometheus, &blkobs::device_table(&discover(opts)?))?;
+    let exporter = {
+        let topo = discover(opts)?;
+        let devices = Plan::new(&topo, opts.threshold)?.device_table(&topo);
+        prom::launch_checked(opts.prometheus, &devices)?
+    };
     // What runs, from which commit, started how: the first line of every
     // bug report, as the scx schedulers log it. Not before the refusals
     // above, each of which is one line on stderr and nothing else.
@@ -173,7 +176,7 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         // Re-read the topology on every (re)start: a CPU hotplug restarts us.
         let topo = discover(opts)?;
         let plan = Plan::new(&topo, opts.threshold)?;
-        let devices = blkobs::device_table(&topo);
+        let devices = plan.device_table(&topo);
         let fingerprint = control::topology_fingerprint(&plan);
         let mut scheduler = sched::Scheduler::init(
             opts,

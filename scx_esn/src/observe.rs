@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use esn_power::energy::{self, Reading};
-use esn_stats::devt::{DevT, DeviceTable};
 use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
+use esn_topology::devt::{DevT, DeviceTable};
 use esn_topology::Topology;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::OpenObject;
@@ -29,7 +29,7 @@ use log::{info, warn};
 use crate::blkobs::{self, BlkObsMaps, HookPrefs};
 use crate::cli::{positive_secs, ObserveOpts};
 use crate::observe_skel::*;
-use crate::plan::Plan;
+use esn_topology::plan::Plan;
 
 /// Resolve --device names against the topology, failing on a typo rather
 /// than printing nothing forever.
@@ -149,8 +149,6 @@ pub fn run(
         .duration
         .map(|d| positive_secs("--duration", d))
         .transpose()?;
-    let devices = blkobs::device_table(topo);
-    let filter = device_filter(&devices, &opts.device)?;
     let setup = ObserverSetup {
         io_half_life_ms,
         verbose,
@@ -160,8 +158,10 @@ pub fn run(
             keep_issue_times: opts.keep_issue_times,
         },
     };
-    // The same CPU -> node map the scheduler uses; thresholds do not matter.
+    // The scheduler's CPU -> node map and locality rule; thresholds do not matter.
     let plan = Plan::new(topo, None)?;
+    let devices = plan.device_table(topo);
+    let filter = device_filter(&devices, &opts.device)?;
     let meter = crate::sched::energy_meter(sysfs, &opts.energy, &plan);
     with_observer(topo, &plan, &devices, &setup, |read| {
         let started = Instant::now();

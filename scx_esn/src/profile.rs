@@ -30,10 +30,9 @@ use esn_topology::Topology;
 use log::{info, warn};
 use serde::Serialize;
 
-use crate::blkobs;
 use crate::cli::ProfileOpts;
 use crate::control;
-use crate::plan::Plan;
+use esn_topology::plan::Plan;
 
 /// What one fio run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -187,8 +186,8 @@ fn run_fio(opts: &ProfileOpts, target: &str, jobs: u32, cpus: &[u32]) -> Result<
         .with_context(|| format!("fio ({jobs} jobs on CPUs {})", cpu_list(cpus)))
 }
 
-/// The node the device's I/O-bound users run on, as the scheduler would see
-/// it; on a one-node machine, that node even when the device names none.
+/// The device's local node (`Plan`'s rule): where the scheduler runs its
+/// I/O-bound users.
 fn device_node(topo: &Topology, plan: &Plan, name: &str) -> Result<u32> {
     let Some(dev) = topo.devices.iter().find(|d| d.name == name) else {
         let known: Vec<&str> = topo.devices.iter().map(|d| d.name.as_str()).collect();
@@ -197,10 +196,7 @@ fn device_node(topo: &Topology, plan: &Plan, name: &str) -> Result<u32> {
             known.join(", ")
         );
     };
-    if let Some(home) = plan.devices.iter().find(|d| d.name == name) {
-        return Ok(home.run_node);
-    }
-    blkobs::effective_node(topo, dev.home_node).with_context(|| {
+    plan.local_node(name).with_context(|| {
         format!(
             "{name} has no known NUMA node ({}): there is no local node to profile",
             dev.node_source
@@ -289,13 +285,8 @@ pub fn run(topo: &Topology, opts: &ProfileOpts, shutdown: &AtomicBool) -> Result
         }
     }
     if opts.save {
-        if !plan.devices.iter().any(|d| d.name == opts.device) {
-            warn!(
-                "the scheduler places no tasks for {} (its NUMA node is unknown to \
-                 the kernel), so it will not use this profile",
-                opts.device
-            );
-        }
+        // device_node() found the disk's local node in the plan, so the
+        // scheduler places its users and will read this.
         save(&plan, &profile, &opts.state_file)?;
     }
     Ok(())

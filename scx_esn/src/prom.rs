@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use crossbeam::channel::{bounded, Receiver, Sender};
-use esn_stats::devt::DeviceTable;
+use esn_topology::devt::DeviceTable;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};

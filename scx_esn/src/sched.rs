@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use esn_stats::devt::DeviceTable;
 use esn_stats::snapshot::RawSnapshot;
+use esn_topology::devt::DeviceTable;
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags, OpenObject};
 use log::{info, warn};
@@ -33,13 +33,13 @@ use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
 use crate::control::{self, Control};
 use crate::every::Every;
-use crate::plan::Plan;
 use crate::socket;
 use esn_power::cpustat;
 use esn_power::energy::{self, Meter};
 use esn_reading::counters::{self, Counters, NodeSched, Stat};
 use esn_reading::{Cumulative, NodeGauge, Reading};
 use esn_stats::live::NodeWaits;
+use esn_topology::plan::Plan;
 
 /// How often the loop samples the kernel (placed tasks, the issue hook,
 /// --dvfs) and looks for a shutdown or the kernel's exit.
@@ -253,11 +253,9 @@ impl<'a> Scheduler<'a> {
                 )
                 .with_context(|| format!("setting the threshold of node {node}"))?;
         }
+        // The same table, so the same local nodes, as the reports and observe.
+        crate::blkobs::register_devices(&skel.maps.dev_home_node, &devices)?;
         for dev in &plan.devices {
-            skel.maps
-                .dev_home_node
-                .update(&dev.dev.to_ne_bytes(), &[dev.run_node as u8], MapFlags::ANY)
-                .with_context(|| format!("registering device {}", dev.name))?;
             crate::blkobs::register_paths(
                 &skel.maps.path_disk_dev,
                 dev.paths.iter().map(|p| (p.as_str(), dev.dev)),

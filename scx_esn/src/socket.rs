@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use crossbeam::channel::{Receiver, Sender};
-use esn_stats::devt::DeviceTable;
 use esn_stats::schema;
+use esn_topology::devt::DeviceTable;
 use log::warn;
 use scx_stats::prelude::{
     StatsData, StatsField, StatsFieldAttrs, StatsKind, StatsMeta, StatsOps, StatsServer,

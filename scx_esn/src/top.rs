@@ -22,18 +22,18 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use esn_power::energy::{Meter, Reading};
-use esn_stats::devt::DeviceTable;
 use esn_stats::live::IntervalStats;
 use esn_stats::report::{ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
+use esn_topology::devt::DeviceTable;
 use esn_topology::Topology;
 use esn_tui::{Mode, Source};
 use scx_stats::prelude::StatsClient;
 
-use crate::blkobs::{self, HookPrefs};
+use crate::blkobs::HookPrefs;
 use crate::cli::{positive_secs, TopOpts};
 use crate::observe::{self, ObserverSetup};
-use crate::plan::Plan;
+use esn_topology::plan::Plan;
 
 /// Tasks listed per interval; the TUI sorts and trims them itself.
 const TOP_TASKS: usize = 20;
@@ -188,7 +188,6 @@ pub fn run(
         let mut source = SocketSource::new(socket);
         return esn_tui::run(&mut source, refresh, &should_quit);
     }
-    let devices = blkobs::device_table(topo);
     let setup = ObserverSetup {
         io_half_life_ms,
         verbose,
@@ -196,8 +195,9 @@ pub fn run(
     };
     // libbpf and our own log lines would scribble over the screen.
     log::set_max_level(log::LevelFilter::Error);
-    // The same CPU -> node map the scheduler uses; thresholds do not matter.
+    // The scheduler's CPU -> node map and locality rule; thresholds do not matter.
     let plan = Plan::new(topo, None)?;
+    let devices = plan.device_table(topo);
     let meter = crate::sched::energy_meter(sysfs, &opts.energy, &plan);
     observe::with_observer(topo, &plan, &devices, &setup, |read| {
         let mut source = ObserveSource::new(read, meter, devices.clone())
@@ -210,8 +210,8 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use esn_stats::devt::{DevT, DeviceInfo};
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
+    use esn_topology::devt::{DevT, DeviceInfo};
 
     #[test]
     fn an_observe_interval_has_io_and_energy_and_nothing_else() {

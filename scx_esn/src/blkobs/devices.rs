@@ -1,48 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Disks and their home nodes: the table reports name them by
-//! (`device_table`), what BPF is told (`register_devices`,
-//! `register_paths` for multipath heads) and their busy time from
-//! /sys/block/*/stat (`read_io_ticks`).
+//! Disks as BPF sees them: their local nodes (`register_devices`, from the
+//! table `Plan::device_table` makes), multipath heads' path disks
+//! (`register_paths`) and their busy time from /sys/block/*/stat
+//! (`read_io_ticks`).
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
+use esn_topology::devt::{DevT, DeviceTable};
 use esn_topology::Topology;
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::bpf_intf;
 
-/// The node a device's requests count as local to. A machine with a single
-/// node has nothing remote, whatever sysfs says about the device.
-pub fn effective_node(topo: &Topology, home: Option<u32>) -> Option<u32> {
-    match (home, topo.nodes.as_slice()) {
-        (Some(node), _) => Some(node),
-        (None, [only]) => Some(only.id),
-        _ => None,
-    }
-}
-
-/// Disks (partitions fold into them) with the node their I/O is local to.
-pub fn device_table(topo: &Topology) -> DeviceTable {
-    DeviceTable::new(
-        topo.devices
-            .iter()
-            .map(|d| DeviceInfo {
-                name: d.name.clone(),
-                dev: DevT::new(d.major, d.minor),
-                node: effective_node(topo, d.home_node),
-                partitions: d
-                    .partitions
-                    .iter()
-                    .map(|p| DevT::new(p.major, p.minor))
-                    .collect(),
-            })
-            .collect(),
-    )
-}
-
-/// Tell BPF each disk's node, for the local/remote split.
+/// Tell BPF each disk's local node, for the local/remote split and placement.
 pub fn register_devices(dev_home_node: &dyn MapCore, devices: &DeviceTable) -> Result<usize> {
     let mut n = 0;
     for dev in devices.devices() {

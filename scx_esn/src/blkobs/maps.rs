@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use esn_reading::Stat;
-use esn_stats::devt::DevT;
 use esn_stats::hist::{LatHist, LAT_SLOTS};
 use esn_stats::snapshot::{
     comm_from_bytes, BpfCost, IoCounters, IoKey, NodeIo, RawSnapshot, TaskIo,
 };
+use esn_topology::devt::DevT;
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::bpf_intf;

@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use esn_controller::Decision;
 use esn_power::cpustat::NodeTicks;
-use esn_stats::devt::DeviceTable;
 use esn_stats::live::{Health, IntervalStats};
 use esn_stats::report::{build_report, render_text, ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
 use esn_stats::LatHist;
+use esn_topology::devt::DeviceTable;
 
 use crate::counters::{self, Counters, NodeSched, Stat};
 use esn_stats::live::NodeLoad;
@@ -219,9 +219,9 @@ fn fmt_wait_bound(ns: u64) -> String {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use esn_stats::devt::DevT;
     use esn_stats::live::NodeWaits;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
+    use esn_topology::devt::DevT;
     use std::time::Duration;
 
     fn reading(placed: u32, reqs: u64, at_ns: u64) -> Cumulative {

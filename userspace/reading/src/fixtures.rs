@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use esn_stats::devt::{DevT, DeviceInfo, DeviceTable};
 use esn_stats::live::EnergySource;
+use esn_topology::devt::{DevT, DeviceInfo, DeviceTable};
 
 use crate::cumulative::NodeGauge;
 

@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use esn_stats::devt::DeviceTable;
 use esn_stats::hist::{slot_upper_ns, LatHist, LAT_SLOTS};
+use esn_topology::devt::DeviceTable;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -393,9 +393,9 @@ mod tests {
     use super::*;
     use crate::counters::NodeSched;
     use crate::fixtures;
-    use esn_stats::devt::DevT;
     use esn_stats::live::NodeWaits;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
+    use esn_topology::devt::DevT;
     use std::collections::BTreeMap;
     use std::time::Duration;
 

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use esn_controller::{Decision, PenaltySource};
 use esn_power::cpustat::NodeTicks;
-use esn_stats::devt::{DevT, DeviceTable};
 use esn_stats::live::{IntervalStats, NodeWaits};
 use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op, TaskIo};
 use esn_stats::LatHist;
+use esn_topology::devt::{DevT, DeviceTable};
 
 use crate::fixtures;
 use crate::{interval, metrics, render, Cumulative, NodeSched};

@@ -19,9 +19,10 @@
 //! | [`RawSnapshot::nodes`] | NUMA node of a CPU | requests submitted from it, completions run on it |
 //! | [`RawSnapshot::tasks`] | tid | requests the task submitted (LRU-bounded on the BPF side) |
 //!
-//! *Locality* compares the node of the CPU that submitted a request with the home
-//! node of its device (the node nearest the NVMe controller): `local` when they
-//! match, `remote` when not, `unknown` when the device has no known home node.
+//! *Locality* compares the node of the CPU that submitted a request with its
+//! device's local node (the device's own node, or the nearest node with CPUs; the
+//! one rule is `esn_topology::plan`'s): `local` when they match, `remote` when not,
+//! `unknown` when the device has no local node.
 //! A *cross completion* is a request completed on another node than the one that
 //! submitted it, so its completion work (and cache lines) crossed the interconnect.
 //!
@@ -43,19 +44,17 @@
 //!
 //! # Devices
 //!
-//! Keys carry the kernel-internal `dev_t` ([`DevT`]); BPF already folds partitions
-//! into their disk, and [`DeviceTable`] folds again for keys that name a partition
+//! Keys carry the kernel-internal `dev_t` ([`DevT`](esn_topology::devt::DevT)); BPF already folds partitions
+//! into their disk, and [`DeviceTable`](esn_topology::devt::DeviceTable) folds again for keys that name a partition
 //! anyway, so a report has one row per whole disk. A device the table does not know
 //! keeps a row of its own, named "MAJ:MIN".
 
-pub mod devt;
 pub mod hist;
 pub mod live;
 pub mod report;
 pub mod schema;
 pub mod snapshot;
 
-pub use devt::{DevT, DeviceInfo, DeviceTable, ParseDevTError};
 pub use hist::{slot_of, LatHist, LAT_SLOTS};
 pub use live::{EnergySource, EnergyStats, Health, IntervalStats, NodeEnergy, NodeLoad, NodeWaits};
 pub use report::{

@@ -15,10 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::devt::{DevT, DeviceTable};
 use crate::hist::LatHist;
 use crate::live::EnergyStats;
 use crate::snapshot::{IoCounters, Locality, Op, RawSnapshot};
+use esn_topology::devt::{DevT, DeviceTable};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

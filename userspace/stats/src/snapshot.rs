@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::devt::DevT;
 use crate::hist::LatHist;
+use esn_topology::devt::DevT;
 
 /// Where a request was submitted relative to its device's home node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

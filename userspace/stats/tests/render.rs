@@ -1,10 +1,11 @@
 //! The text form: readable, aligned, and never a panic.
 
 use esn_stats::{
-    build_report, render_text, CostReport, DevT, DeviceInfo, DeviceReport, DeviceTable, IoCounters,
-    IoKey, LatKind, LatencyReport, Locality, NodeIo, NodeReport, Op, RawSnapshot, Report,
-    ReportKind, ReportOptions, TaskIo, TaskReport, TrackingReport,
+    build_report, render_text, CostReport, DeviceReport, IoCounters, IoKey, LatKind, LatencyReport,
+    Locality, NodeIo, NodeReport, Op, RawSnapshot, Report, ReportKind, ReportOptions, TaskIo,
+    TaskReport, TrackingReport,
 };
+use esn_topology::devt::{DevT, DeviceInfo, DeviceTable};
 
 fn empty_report() -> Report {
     build_report(

@@ -3,9 +3,10 @@
 use std::collections::BTreeSet;
 
 use esn_stats::{
-    build_report, BpfCost, DevT, DeviceInfo, DeviceTable, IoCounters, IoKey, LatHist, LatKind,
-    Locality, NodeIo, Op, RawSnapshot, Report, ReportKind, ReportOptions, TaskIo,
+    build_report, BpfCost, IoCounters, IoKey, LatHist, LatKind, Locality, NodeIo, Op, RawSnapshot,
+    Report, ReportKind, ReportOptions, TaskIo,
 };
+use esn_topology::devt::{DevT, DeviceInfo, DeviceTable};
 use serde_json::Value;
 
 const NVME0: DevT = DevT(259 << 20);

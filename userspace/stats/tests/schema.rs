@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use esn_controller::{Decision, PenaltySource};
 use esn_stats::schema::{self, mismatches, TOP};
 use esn_stats::{
-    CostReport, DevT, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
+    CostReport, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
     LatencyReport, Locality, NodeEnergy, NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind,
     TaskReport, TrackingReport,
 };
+use esn_topology::devt::DevT;
 
 fn full_interval() -> IntervalStats {
     let mut s = IntervalStats {

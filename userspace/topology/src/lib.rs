@@ -30,8 +30,10 @@ use serde::{Deserialize, Serialize};
 
 mod block;
 mod cpulist;
+pub mod devt;
 mod fabrics;
 mod nodes;
+pub mod plan;
 mod sysfs;
 
 pub use cpulist::{format_cpulist, parse_cpulist};

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use esn_controller::{Decision, PenaltySource};
 use esn_stats::{
-    CostReport, DevT, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
+    CostReport, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
     LatencyReport, Locality, NodeEnergy, NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind,
     TaskReport, TrackingReport,
 };
+use esn_topology::devt::DevT;
 use esn_tui::{App, Mode};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

@@ -166,7 +166,8 @@ pub struct DeviceInfo {
     /// Kernel name without "/dev/": "nvme0n1".
     pub name: String,
     pub dev: DevT,
-    /// Home node (nearest the hardware); `None` when unknown.
+    /// Local node (`Plan::local_node`: its requests from there are local);
+    /// `None` when it has none.
     pub node: Option<u32>,
     pub partitions: Vec<DevT>,
 }

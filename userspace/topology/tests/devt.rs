@@ -1,6 +1,6 @@
 //! Kernel dev_t encoding, "MAJ:MIN" parsing and the device table.
 
-use esn_stats::{DevT, DeviceInfo, DeviceTable, ParseDevTError};
+use esn_topology::devt::{DevT, DeviceInfo, DeviceTable, ParseDevTError};
 
 #[test]
 fn encode_decode() {

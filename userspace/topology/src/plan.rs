@@ -1,23 +1,40 @@
-// SPDX-License-Identifier: GPL-2.0-only
 //! What the BPF side is told about the machine, derived from the topology.
 //!
 //! ```text
 //!  Topology (sysfs) ──► Plan ──► rodata: nr_nodes, cpu_node[], node_has_cpus[], spill_order[][]
 //!                            └─► maps:   node_threshold[node], dev_home_node[dev_t]
+//!                            └─► DeviceTable: the node each disk's rows are reported against
 //! ```
+//!
+//! **One locality rule.** A request is *local* when it was submitted on its
+//! disk's *local node* ([`DeviceHome::run_node`]), the node its I/O-bound users
+//! are placed on:
+//! - the disk's own node when that node has CPUs;
+//! - else the nearest node with CPUs (a memory-only node hosting a PCIe root:
+//!   no CPU can be nearer);
+//! - on a machine with one node, that node even when sysfs names none (there is
+//!   nothing remote);
+//! - otherwise none: the disk's requests are neither local nor remote, and its
+//!   users are not placed.
+//!
+//! The scheduler (placement and its `dev_home_node` map), `observe`/`top` (their
+//! `dev_home_node` map), the reports ([`Plan::device_table`]), the controller
+//! and `profile` all take it from here.
 //!
 //! Pure, so odd machines are unit-tested here: CPU-less nodes, devices on
 //! them or with an unknown node, one node, too many CPUs or nodes.
 
 use anyhow::{bail, Result};
-use esn_stats::devt::DevT;
-use esn_topology::Topology;
 
-use crate::bpf_intf;
+use crate::devt::{DevT, DeviceInfo, DeviceTable};
+use crate::Topology;
 
-pub const MAX_NODES: usize = bpf_intf::esn_limits_ESN_MAX_NODES as usize;
-pub const MAX_CPUS: usize = bpf_intf::esn_limits_ESN_MAX_CPUS as usize;
-pub const NO_NODE: u8 = bpf_intf::ESN_NO_NODE as u8;
+/// `ESN_MAX_NODES` of bpf/intf.h (the binary asserts they agree at compile time).
+pub const MAX_NODES: usize = 64;
+/// `ESN_MAX_CPUS` of bpf/intf.h.
+pub const MAX_CPUS: usize = 4096;
+/// `ESN_NO_NODE` of bpf/intf.h: an empty `spill_order` slot.
+pub const NO_NODE: u8 = 0xff;
 
 /// A whole disk BPF should attribute I/O to, with the node its I/O-bound
 /// users are placed on.
@@ -28,10 +45,11 @@ pub struct DeviceHome {
     pub dev: u32,
     /// A multipath head's path disks, where its requests are issued.
     pub paths: Vec<String>,
-    /// The device's own node.
+    /// The device's own node (on a one-node machine where sysfs names none,
+    /// that node).
     pub node: u32,
-    /// Where its users run: `node`, or the nearest node with CPUs when
-    /// `node` has none (memory-only node hosting a PCIe root).
+    /// Its local node: where its users run and its requests count as local.
+    /// `node`, or the nearest node with CPUs when `node` has none.
     pub run_node: u32,
 }
 
@@ -46,6 +64,7 @@ pub struct Plan {
     pub node_cpus: Vec<u32>,
     /// Slots per node id (0 for nodes without CPUs).
     pub thresholds: Vec<u32>,
+    /// The disks with a local node.
     pub devices: Vec<DeviceHome>,
     /// Devices left out, with the reason, for the log.
     pub skipped: Vec<String>,
@@ -99,10 +118,14 @@ impl Plan {
             }
         }
 
+        let only_node = match topo.nodes.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
+        };
         let mut devices = Vec::new();
         let mut skipped = Vec::new();
         for dev in &topo.devices {
-            let Some(node) = dev.home_node else {
+            let Some(node) = dev.home_node.or(only_node) else {
                 skipped.push(format!(
                     "{}: home node unknown ({})",
                     dev.name, dev.node_source
@@ -151,12 +174,38 @@ impl Plan {
         }
         row
     }
+
+    /// The disk's local node (see the module doc), `None` when it has none.
+    pub fn local_node(&self, disk: &str) -> Option<u32> {
+        self.devices
+            .iter()
+            .find(|d| d.name == disk)
+            .map(|d| d.run_node)
+    }
+
+    /// Every disk of `topo` (partitions fold into them), with its local node:
+    /// the table reports name disks by and count locality against.
+    pub fn device_table(&self, topo: &Topology) -> DeviceTable {
+        topo.devices
+            .iter()
+            .map(|d| DeviceInfo {
+                name: d.name.clone(),
+                dev: DevT::new(d.major, d.minor),
+                node: self.local_node(&d.name),
+                partitions: d
+                    .partitions
+                    .iter()
+                    .map(|p| DevT::new(p.major, p.minor))
+                    .collect(),
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use esn_topology::{BlockDevice, DeviceKind, Node};
+    use crate::{BlockDevice, DeviceKind, Node, Partition};
 
     fn node(id: u32, cpus: &[u32], distances: &[(u32, u32)]) -> Node {
         Node {
@@ -242,6 +291,52 @@ mod tests {
         assert_eq!(plan.thresholds, vec![3]);
         assert!(plan.spill_order[0].is_empty());
         assert!(plan.devices.is_empty());
+    }
+
+    #[test]
+    fn one_node_machine_makes_every_disk_local_to_it() {
+        // sysfs names no node for the disk (a virtio disk, numa_node -1)
+        let t = topo(
+            vec![node(0, &[0, 1], &[(0, 10)])],
+            2,
+            vec![disk("vda", 254, 0, None)],
+        );
+        let plan = Plan::new(&t, None).unwrap();
+        assert_eq!(plan.local_node("vda"), Some(0));
+        assert!(plan.skipped.is_empty());
+        let table = plan.device_table(&t);
+        assert_eq!(table.by_name("vda").unwrap().node, Some(0));
+    }
+
+    #[test]
+    fn the_report_and_bpf_share_the_local_node() {
+        // nvme0n1 on node 1; nvme1n1 on memory-only node 2 (nearest: node 1);
+        // vda unknown on a machine with several nodes
+        let mut t = two_nodes();
+        t.nodes.push(node(2, &[], &[(0, 30), (1, 15), (2, 10)]));
+        t.nodes[0].distances.push((2, 30));
+        t.nodes[1].distances.push((2, 15));
+        let mut on_memory_node = disk("nvme1n1", 259, 2, Some(2));
+        on_memory_node.partitions.push(Partition {
+            name: "nvme1n1p1".into(),
+            major: 259,
+            minor: 3,
+        });
+        t.devices.push(on_memory_node);
+        let plan = Plan::new(&t, None).unwrap();
+        let table = plan.device_table(&t);
+        for dev in &plan.devices {
+            // what BPF's dev_home_node holds is what the report shows
+            assert_eq!(
+                table.lookup(DevT(dev.dev)).unwrap().node,
+                Some(dev.run_node)
+            );
+        }
+        assert_eq!(table.by_name("nvme1n1").unwrap().node, Some(1));
+        assert_eq!(table.name_of(DevT::new(259, 3)), "nvme1n1");
+        assert_eq!(table.by_name("vda").unwrap().node, None);
+        assert_eq!(plan.local_node("vda"), None);
+        assert_eq!(table.len(), 3);
     }
 
     #[test]
