@@ -35,7 +35,7 @@ use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
 use esn_topology::devt::DevT;
 use log::{info, warn};
 
-use esn_stats::live::NodeWaits;
+use esn_reading::NodeWaits;
 use esn_topology::plan::Plan;
 
 /// Where the learned state lives unless `--state-file` says otherwise.

@@ -37,8 +37,8 @@ use crate::socket;
 use esn_power::cpustat;
 use esn_power::energy::{self, Meter};
 use esn_reading::counters::{self, Counters, NodeSched, Stat};
+use esn_reading::NodeWaits;
 use esn_reading::{Cumulative, NodeGauge, Reading};
-use esn_stats::live::NodeWaits;
 use esn_topology::plan::Plan;
 
 /// How often the loop samples the kernel (placed tasks, the issue hook,

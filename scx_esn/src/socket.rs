@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use crossbeam::channel::{Receiver, Sender};
-use esn_stats::schema;
+use esn_reading::schema;
 use esn_topology::devt::DeviceTable;
 use log::warn;
 use scx_stats::prelude::{
@@ -27,8 +27,8 @@ use scx_stats::prelude::{
     StatsServerData, StatsStructAttrs,
 };
 
+use esn_reading::IntervalStats;
 use esn_reading::{interval, render, Cumulative, Reading};
-use esn_stats::live::IntervalStats;
 
 /// Prints one interval as text or as one JSON line; a closed stdout is
 /// `output::Closed`.
@@ -120,7 +120,7 @@ impl Server {
     }
 }
 
-/// The description of every served struct (`esn_stats::schema`), in the
+/// The description of every served struct (`esn_reading::schema`), in the
 /// scx_stats form: answered to `stats_meta`, printed by `--help-stats`.
 fn meta() -> Vec<StatsMeta> {
     fn kind(k: schema::Kind) -> StatsKind {

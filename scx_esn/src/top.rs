@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use esn_power::energy::{Meter, Reading};
-use esn_stats::live::IntervalStats;
+use esn_reading::IntervalStats;
 use esn_stats::report::{ReportKind, ReportOptions};
 use esn_stats::snapshot::RawSnapshot;
 use esn_topology::devt::DeviceTable;
@@ -241,7 +241,7 @@ mod tests {
         );
         let taken = std::time::Instant::now();
         let reading = |secs: u64, joules: Vec<(u32, f64)>| Reading {
-            source: esn_stats::live::EnergySource::Estimated,
+            source: esn_stats::energy::EnergySource::Estimated,
             taken: taken + Duration::from_secs(secs),
             joules,
         };

@@ -35,7 +35,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use esn_stats::live::{EnergySource, EnergyStats, NodeEnergy};
+use esn_stats::energy::{EnergySource, EnergyStats, NodeEnergy};
 
 use crate::cpustat::{self, NodeTicks};
 

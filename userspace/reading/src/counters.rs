@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use esn_stats::live::{NodeLoad, NodeWaits};
+use crate::{NodeLoad, NodeWaits};
 use esn_stats::LatHist;
 
 /// `enum esn_stat` and the names `--stats`, the JSON and `/metrics` give its

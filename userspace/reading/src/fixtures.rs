@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use esn_stats::live::EnergySource;
+use esn_stats::energy::EnergySource;
 use esn_topology::devt::{DevT, DeviceInfo, DeviceTable};
 
 use crate::cumulative::NodeGauge;

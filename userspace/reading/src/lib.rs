@@ -19,6 +19,7 @@
 pub mod counters;
 pub mod cumulative;
 pub mod metrics;
+pub mod schema;
 
 #[cfg(test)]
 mod fixtures;
@@ -26,4 +27,6 @@ mod fixtures;
 mod recorded;
 
 pub use counters::{Counters, NodeSched, Stat};
-pub use cumulative::{interval, render, Cumulative, NodeGauge, Reading};
+pub use cumulative::{
+    interval, render, Cumulative, Health, IntervalStats, NodeGauge, NodeLoad, NodeWaits, Reading,
+};

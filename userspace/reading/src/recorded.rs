@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{IntervalStats, NodeWaits};
 use esn_controller::{Decision, PenaltySource};
 use esn_power::cpustat::NodeTicks;
-use esn_stats::live::{IntervalStats, NodeWaits};
 use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op, TaskIo};
 use esn_stats::LatHist;
 use esn_topology::devt::{DevT, DeviceTable};

@@ -1,4 +1,4 @@
-//! Interval reports for `scx_esn observe` (and the scheduler's intervals, [`live`]), computed from the cumulative counters the
+//! Interval reports for `scx_esn observe` (the scheduler's interval, `esn_reading::IntervalStats`, carries one), computed from the cumulative counters the
 //! BPF side keeps about blk-mq requests.
 //!
 //! This crate is pure logic: it never touches BPF maps, sysfs or clocks. The binary
@@ -49,14 +49,13 @@
 //! anyway, so a report has one row per whole disk. A device the table does not know
 //! keeps a row of its own, named "MAJ:MIN".
 
+pub mod energy;
 pub mod hist;
-pub mod live;
 pub mod report;
-pub mod schema;
 pub mod snapshot;
 
+pub use energy::{EnergySource, EnergyStats, NodeEnergy};
 pub use hist::{slot_of, LatHist, LAT_SLOTS};
-pub use live::{EnergySource, EnergyStats, Health, IntervalStats, NodeEnergy, NodeLoad, NodeWaits};
 pub use report::{
     build_report, render_text, CostReport, DeviceReport, LatKind, LatencyReport, NodeReport,
     Report, ReportKind, ReportOptions, TaskReport, TrackingReport,

@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::energy::EnergyStats;
 use crate::hist::LatHist;
-use crate::live::EnergyStats;
 use crate::snapshot::{IoCounters, Locality, Op, RawSnapshot};
 use esn_topology::devt::{DevT, DeviceTable};
 

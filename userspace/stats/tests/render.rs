@@ -258,7 +258,7 @@ fn huge_and_odd_numbers_do_not_panic() {
 
 #[test]
 fn observe_reports_carry_the_energy_line_and_json_field() {
-    use esn_stats::live::{EnergySource, EnergyStats, NodeEnergy};
+    use esn_stats::energy::{EnergySource, EnergyStats, NodeEnergy};
     let mut report = populated("fio");
     assert!(!render_text(&report).contains("energy"));
     let json = serde_json::to_value(&report).unwrap();
@@ -297,7 +297,7 @@ fn observe_reports_carry_the_energy_line_and_json_field() {
 /// `scx_esn energy`'s two forms, exactly as the VM edges test reads them.
 #[test]
 fn energy_window_line_and_json() {
-    use esn_stats::live::{EnergySource, EnergyStats, NodeEnergy};
+    use esn_stats::energy::{EnergySource, EnergyStats, NodeEnergy};
     let e = EnergyStats {
         source: EnergySource::Estimated,
         nodes: vec![NodeEnergy {

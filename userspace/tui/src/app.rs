@@ -23,7 +23,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use esn_stats::{IntervalStats, Report, TaskReport};
+use esn_reading::IntervalStats;
+use esn_stats::{Report, TaskReport};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Points kept per series: two minutes at the default one-second refresh.

@@ -28,7 +28,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use esn_stats::IntervalStats;
+use esn_reading::IntervalStats;
 use ratatui::backend::Backend;
 use ratatui::crossterm::event::{self, Event};
 use ratatui::Terminal;

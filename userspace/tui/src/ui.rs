@@ -20,9 +20,8 @@
 use std::time::Instant;
 
 use esn_controller::Decision;
-use esn_stats::{
-    DeviceReport, EnergyStats, IntervalStats, LatKind, Locality, NodeLoad, NodeReport, Op,
-};
+use esn_reading::{IntervalStats, NodeLoad};
+use esn_stats::{DeviceReport, EnergyStats, LatKind, Locality, NodeReport, Op};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use common::*;
-use esn_stats::IntervalStats;
+use esn_reading::IntervalStats;
 use esn_tui::{run_loop, Events, Link, Mode, Source, View};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{Event, KeyCode};

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use esn_controller::{Decision, PenaltySource};
+use esn_reading::{Health, IntervalStats, NodeLoad, NodeWaits};
 use esn_stats::{
-    CostReport, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
-    LatencyReport, Locality, NodeEnergy, NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind,
-    TaskReport, TrackingReport,
+    CostReport, DeviceReport, EnergySource, EnergyStats, LatKind, LatencyReport, Locality,
+    NodeEnergy, NodeReport, Op, Report, ReportKind, TaskReport, TrackingReport,
 };
 use esn_topology::devt::DevT;
 use esn_tui::{App, Mode};

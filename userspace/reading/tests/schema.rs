@@ -1,15 +1,15 @@
-//! The served interval against its description (`esn_stats::schema`): every
+//! The served interval against its description (`esn_reading::schema`): every
 //! field of every struct, with every optional value present, so a field added
 //! to the types without a description fails here.
 
 use std::collections::BTreeMap;
 
 use esn_controller::{Decision, PenaltySource};
-use esn_stats::schema::{self, mismatches, TOP};
+use esn_reading::schema::{self, mismatches, TOP};
+use esn_reading::{Health, IntervalStats, NodeLoad, NodeWaits};
 use esn_stats::{
-    CostReport, DeviceReport, EnergySource, EnergyStats, Health, IntervalStats, LatKind,
-    LatencyReport, Locality, NodeEnergy, NodeLoad, NodeReport, NodeWaits, Op, Report, ReportKind,
-    TaskReport, TrackingReport,
+    CostReport, DeviceReport, EnergySource, EnergyStats, LatKind, LatencyReport, Locality,
+    NodeEnergy, NodeReport, Op, Report, ReportKind, TaskReport, TrackingReport,
 };
 use esn_topology::devt::DevT;
 
