@@ -235,7 +235,7 @@ pub struct ProfileOpts {
     pub save: bool,
 
     /// The state file --save writes (the scheduler's --state-file).
-    #[arg(long, value_name = "FILE", default_value = crate::control::DEFAULT_STATE_FILE)]
+    #[arg(long, value_name = "FILE", default_value = esn_controller::live::DEFAULT_STATE_FILE)]
     pub state_file: PathBuf,
 
     /// One JSON object instead of the table.
@@ -350,7 +350,7 @@ pub struct SchedOpts {
 
     /// Where the learned thresholds and curves are kept between runs. They
     /// are reused only on the topology they were learned on.
-    #[arg(long, value_name = "FILE", default_value = crate::control::DEFAULT_STATE_FILE)]
+    #[arg(long, value_name = "FILE", default_value = esn_controller::live::DEFAULT_STATE_FILE)]
     pub state_file: PathBuf,
 
     /// Neither read nor write the learned state: start from scratch.

@@ -10,7 +10,6 @@ mod blkobs;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
-mod control;
 mod docs;
 mod every;
 mod observe;
@@ -170,14 +169,14 @@ fn run_scheduler(opts: &SchedOpts) -> Result<()> {
         cli::command_line()
     );
     let mut open_object = MaybeUninit::uninit();
-    let mut carried = control::CarriedState::default();
+    let mut carried = esn_controller::live::CarriedState::default();
     let mut dvfs_said_off = false;
     loop {
         // Re-read the topology on every (re)start: a CPU hotplug restarts us.
         let topo = discover(opts)?;
         let plan = Plan::new(&topo, opts.threshold)?;
         let devices = plan.device_table(&topo);
-        let fingerprint = control::topology_fingerprint(&plan);
+        let fingerprint = esn_controller::live::topology_fingerprint(&plan);
         let mut scheduler = sched::Scheduler::init(
             opts,
             plan,

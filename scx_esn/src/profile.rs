@@ -31,7 +31,7 @@ use log::{info, warn};
 use serde::Serialize;
 
 use crate::cli::ProfileOpts;
-use crate::control;
+use esn_controller::live as control;
 use esn_topology::plan::Plan;
 
 /// What one fio run measured.

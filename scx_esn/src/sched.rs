@@ -31,13 +31,13 @@ use crate::blkobs::{self, BlkObsMaps, HookPrefs};
 use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::cli::SchedOpts;
-use crate::control::{self, Control};
 use crate::every::Every;
 use crate::socket;
+use esn_controller::live::{self as control, Control};
+use esn_controller::NodeWaits;
 use esn_power::cpustat;
 use esn_power::energy::{self, Meter};
 use esn_reading::counters::{self, Counters, NodeSched, Stat};
-use esn_reading::NodeWaits;
 use esn_reading::{Cumulative, NodeGauge, Reading};
 use esn_topology::plan::Plan;
 

@@ -1,10 +1,13 @@
 //! Learns, live, how many I/O-bound tasks each NUMA node should keep next to its
 //! NVMe devices before spilling the rest to the nearest node.
 //!
-//! This crate is pure logic: no BPF, no clocks, no sysfs. The binary measures each
-//! node hosting NVMe devices once per control interval into a [`NodeSample`], calls
-//! [`NodeController::step`], and writes [`Decision::threshold`] into the BPF map. The
-//! only I/O is [`persist::save`] and [`persist::load`], on a path the caller gives.
+//! No BPF and no sysfs here. [`live::Control`], the controller's loop in the
+//! scheduler, turns the cumulative readings the binary takes from BPF (I/O
+//! counters, [`NodeWaits`]) into one [`NodeSample`] per node hosting devices each
+//! control interval, calls [`NodeController::step`], and returns the decisions
+//! whose [`Decision::threshold`] the binary writes into the BPF map. The model
+//! below is pure logic; the only I/O is the state file ([`persist`], and
+//! `live`'s lock, load and save, on a path the caller gives) and `live`'s clock.
 //!
 //! # The model: the lesser evil
 //!
@@ -105,6 +108,7 @@ mod decision;
 mod evidence;
 mod fit;
 mod linalg;
+pub mod live;
 mod penalty;
 pub mod persist;
 mod sample;
@@ -117,4 +121,4 @@ pub use controller::NodeController;
 pub use decision::{decisions_text, Decision};
 pub use penalty::PenaltySource;
 pub use persist::{load, save, LearnedState, LoadOutcome, NodeState};
-pub use sample::{LatencyStat, NodeSample, CONTENTION_MAX};
+pub use sample::{LatencyStat, NodeSample, NodeWaits, CONTENTION_MAX};

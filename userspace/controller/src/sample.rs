@@ -100,3 +100,34 @@ impl NodeSample {
         p.is_finite().then_some(p.min(CONTENTION_MAX))
     }
 }
+
+/// Runnable-to-running waits on one node, summed over CPUs: cumulative when
+/// read, an interval's worth after [`NodeWaits::delta`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeWaits {
+    pub io_waits: u64,
+    pub io_wait_ns: u64,
+    pub fair_waits: u64,
+    pub fair_wait_ns: u64,
+}
+
+impl NodeWaits {
+    /// Saturating, like the counters: a reset never shows as a huge wait.
+    pub fn delta(&self, before: &NodeWaits) -> NodeWaits {
+        NodeWaits {
+            io_waits: self.io_waits.saturating_sub(before.io_waits),
+            io_wait_ns: self.io_wait_ns.saturating_sub(before.io_wait_ns),
+            fair_waits: self.fair_waits.saturating_sub(before.fair_waits),
+            fair_wait_ns: self.fair_wait_ns.saturating_sub(before.fair_wait_ns),
+        }
+    }
+
+    /// Mean wait of the placed I/O-bound tasks, in ns.
+    pub fn io_mean_ns(&self) -> Option<f64> {
+        (self.io_waits > 0).then(|| self.io_wait_ns as f64 / self.io_waits as f64)
+    }
+
+    pub fn fair_mean_ns(&self) -> Option<f64> {
+        (self.fair_waits > 0).then(|| self.fair_wait_ns as f64 / self.fair_waits as f64)
+    }
+}

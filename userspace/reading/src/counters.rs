@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::{NodeLoad, NodeWaits};
+use crate::NodeLoad;
+use esn_controller::NodeWaits;
 use esn_stats::LatHist;
 
 /// `enum esn_stat` and the names `--stats`, the JSON and `/metrics` give its

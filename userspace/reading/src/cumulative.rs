@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use esn_controller::Decision;
+use esn_controller::{Decision, NodeWaits};
 use esn_power::cpustat::NodeTicks;
 use esn_stats::energy::EnergyStats;
 use esn_stats::report::Report;
@@ -47,37 +47,6 @@ use esn_topology::devt::DeviceTable;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::{self, Counters, NodeSched, Stat};
-
-/// Runnable-to-running waits on one node, summed over CPUs: cumulative when
-/// read, an interval's worth after [`NodeWaits::delta`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeWaits {
-    pub io_waits: u64,
-    pub io_wait_ns: u64,
-    pub fair_waits: u64,
-    pub fair_wait_ns: u64,
-}
-
-impl NodeWaits {
-    /// Saturating, like the counters: a reset never shows as a huge wait.
-    pub fn delta(&self, before: &NodeWaits) -> NodeWaits {
-        NodeWaits {
-            io_waits: self.io_waits.saturating_sub(before.io_waits),
-            io_wait_ns: self.io_wait_ns.saturating_sub(before.io_wait_ns),
-            fair_waits: self.fair_waits.saturating_sub(before.fair_waits),
-            fair_wait_ns: self.fair_wait_ns.saturating_sub(before.fair_wait_ns),
-        }
-    }
-
-    /// Mean wait of the placed I/O-bound tasks, in ns.
-    pub fn io_mean_ns(&self) -> Option<f64> {
-        (self.io_waits > 0).then(|| self.io_wait_ns as f64 / self.io_waits as f64)
-    }
-
-    pub fn fair_mean_ns(&self) -> Option<f64> {
-        (self.fair_waits > 0).then(|| self.fair_wait_ns as f64 / self.fair_waits as f64)
-    }
-}
 
 /// One node with CPUs during an interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

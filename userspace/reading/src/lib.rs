@@ -28,5 +28,5 @@ mod recorded;
 
 pub use counters::{Counters, NodeSched, Stat};
 pub use cumulative::{
-    interval, render, Cumulative, Health, IntervalStats, NodeGauge, NodeLoad, NodeWaits, Reading,
+    interval, render, Cumulative, Health, IntervalStats, NodeGauge, NodeLoad, Reading,
 };

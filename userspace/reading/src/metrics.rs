@@ -393,7 +393,7 @@ mod tests {
     use super::*;
     use crate::counters::NodeSched;
     use crate::fixtures;
-    use crate::NodeWaits;
+    use esn_controller::NodeWaits;
     use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op};
     use esn_topology::devt::DevT;
     use std::collections::BTreeMap;

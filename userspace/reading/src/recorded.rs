@@ -11,7 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{IntervalStats, NodeWaits};
+use crate::IntervalStats;
+use esn_controller::NodeWaits;
 use esn_controller::{Decision, PenaltySource};
 use esn_power::cpustat::NodeTicks;
 use esn_stats::snapshot::{IoCounters, IoKey, Locality, NodeIo, Op, TaskIo};

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use esn_controller::NodeWaits;
 use esn_controller::{Decision, PenaltySource};
 use esn_reading::schema::{self, mismatches, TOP};
-use esn_reading::{Health, IntervalStats, NodeLoad, NodeWaits};
+use esn_reading::{Health, IntervalStats, NodeLoad};
 use esn_stats::{
     CostReport, DeviceReport, EnergySource, EnergyStats, LatKind, LatencyReport, Locality,
     NodeEnergy, NodeReport, Op, Report, ReportKind, TaskReport, TrackingReport,

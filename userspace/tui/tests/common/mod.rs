@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use esn_controller::NodeWaits;
 use esn_controller::{Decision, PenaltySource};
-use esn_reading::{Health, IntervalStats, NodeLoad, NodeWaits};
+use esn_reading::{Health, IntervalStats, NodeLoad};
 use esn_stats::{
     CostReport, DeviceReport, EnergySource, EnergyStats, LatKind, LatencyReport, Locality,
     NodeEnergy, NodeReport, Op, Report, ReportKind, TaskReport, TrackingReport,

@@ -15,8 +15,8 @@
 //!  every minute and at exit   learned state ─► --state-file
 //! ```
 //!
-//! One controller per node that hosts block devices with a known node (the
-//! node their I/O-bound users run on, see `plan.rs`); other nodes keep their
+//! One controller per node that is the local node of block devices
+//! (`esn_topology::plan::Plan::local_node`); other nodes keep their
 //! CPU count as threshold, which only limits the tasks spilled onto them.
 //! A node starts from the state saved for this topology, else from its CPU
 //! count (the static default), and moves from there one step at a time.
@@ -29,14 +29,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use esn_controller::persist::{self, LoadOutcome};
-use esn_controller::{ControllerConfig, Decision, LatencyStat, NodeController, NodeSample};
 use esn_stats::snapshot::{IoCounters, IoKey, Locality, Op};
 use esn_topology::devt::DevT;
 use log::{info, warn};
 
-use esn_reading::NodeWaits;
 use esn_topology::plan::Plan;
+
+use crate::persist::{self, LoadOutcome};
+use crate::{ControllerConfig, Decision, LatencyStat, NodeController, NodeSample, NodeWaits};
 
 /// Where the learned state lives unless `--state-file` says otherwise.
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/scx_esn/learned.json";
@@ -621,7 +621,7 @@ mod tests {
         assert_eq!(d.placed, 2);
         assert_eq!(d.p_cont, Some(2.0));
         assert_eq!(d.threshold, 1, "{}", d.inputs_text());
-        let line = esn_controller::decisions_text(c.decisions(), &[2, 1]);
+        let line = crate::decisions_text(c.decisions(), &[2, 1]);
         assert!(
             line.starts_with("control n1: threshold 1 placed 2 | P_numa 1.00 measured"),
             "{line}"
