@@ -111,6 +111,7 @@ mod linalg;
 pub mod live;
 mod penalty;
 pub mod persist;
+pub mod profile;
 mod sample;
 mod stability;
 mod target;
