@@ -268,12 +268,18 @@ mod tests {
         assert!(row[1..].iter().all(|&n| n == NO_NODE));
     }
 
-    #[test]
-    fn fixed_threshold_applies_to_nodes_with_cpus_only() {
+    /// `two_nodes` with a memory-only node 2, nearer node 1 than node 0.
+    fn two_nodes_and_a_memory_node() -> Topology {
         let mut t = two_nodes();
         t.nodes.push(node(2, &[], &[(0, 30), (1, 15), (2, 10)]));
         t.nodes[0].distances.push((2, 30));
         t.nodes[1].distances.push((2, 15));
+        t
+    }
+
+    #[test]
+    fn fixed_threshold_applies_to_nodes_with_cpus_only() {
+        let mut t = two_nodes_and_a_memory_node();
         t.devices.push(disk("nvme1n1", 259, 1, Some(2)));
         let plan = Plan::new(&t, Some(3)).unwrap();
         assert_eq!(plan.thresholds, vec![3, 3, 0]);
@@ -312,10 +318,7 @@ mod tests {
     fn the_report_and_bpf_share_the_local_node() {
         // nvme0n1 on node 1; nvme1n1 on memory-only node 2 (nearest: node 1);
         // vda unknown on a machine with several nodes
-        let mut t = two_nodes();
-        t.nodes.push(node(2, &[], &[(0, 30), (1, 15), (2, 10)]));
-        t.nodes[0].distances.push((2, 30));
-        t.nodes[1].distances.push((2, 15));
+        let mut t = two_nodes_and_a_memory_node();
         let mut on_memory_node = disk("nvme1n1", 259, 2, Some(2));
         on_memory_node.partitions.push(Partition {
             name: "nvme1n1p1".into(),
