@@ -20,7 +20,7 @@ export BPF_CLANG
 CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 
-.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick soak kernel-6.12 vm-test-sid install uninstall deb clean
+.PHONY: all build deps lint unit host-test vm-test bench-smoke test demo bench bench-quick soak kernel-6.12 vm-test-compat vm-test-sid install uninstall deb clean
 
 all: build
 
@@ -52,9 +52,7 @@ host-test: build
 
 # The current sched_ext kernel of Debian trixie-backports (and on it the
 # bpftrace scripts, with a current bpftrace unpacked from Debian and with
-# Debian 12's 0.17), then the scheduler
-# test again on an older pinned one (skipped loudly once the archive drops it).
-COMPAT_KERNEL ?= 6.16.12+deb13
+# Debian 12's 0.17).
 # Then `observe` alone on Debian 12's own kernel (6.1: no sched_ext, no
 # block_io_start), for the request tracking's older-kernel path.
 # Then a 3-minute cut of the fault soak.
@@ -66,8 +64,6 @@ vm-test: build deb
 	tests/vm/run.sh
 	tests/fetch-bpftrace.sh
 	tests/vm/run.sh scripts
-	ESN_VM_DIR=$(CURDIR)/build/vm-compat ESN_KERNEL_VERSION=$(COMPAT_KERNEL) \
-		ESN_KERNEL_OPTIONAL=1 tests/vm/run.sh scheduler
 	ESN_VM_DIR=$(CURDIR)/build/vm-old ESN_KERNEL_SUITE=$(OLD_KERNEL_SUITE) \
 		ESN_REQUIRE_SCHED_EXT=0 tests/vm/run.sh observe
 	ESN_VM_DIR=$(CURDIR)/build/vm-6.12 ESN_KERNEL_BUILD=6.12 tests/vm/run.sh scheduler
@@ -78,9 +74,18 @@ vm-test: build deb
 kernel-6.12:
 	ESN_VM_DIR=$(CURDIR)/build/vm-6.12 ESN_KERNEL_BUILD=6.12 tests/vm/setup.sh
 
+# The scheduler VM test on a Debian kernel between the two `make test` proves
+# it on (6.12, the oldest claimed, and trixie-backports' current one), skipped
+# loudly once the archive drops it. Not in `make test` since 2026-11-27: a
+# fresh 2-core machine's CI (the 6.12 kernel and the peers built, not cached)
+# came within 10 min of CI's 90-min limit, and this run costs ~5 min.
+COMPAT_KERNEL ?= 6.16.12+deb13
+vm-test-compat: build
+	ESN_VM_DIR=$(CURDIR)/build/vm-compat ESN_KERNEL_VERSION=$(COMPAT_KERNEL) \
+		ESN_KERNEL_OPTIONAL=1 tests/vm/run.sh scheduler
+
 # The scheduler VM test on sid's current kernel (the newest Debian kernel with
-# sched_ext besides trixie-backports'); not in `make test`, which already takes
-# about 75 min on a fresh 2-core machine.
+# sched_ext besides trixie-backports'); not in `make test`, for the same reason.
 vm-test-sid: build
 	ESN_VM_DIR=$(CURDIR)/build/vm-sid ESN_KERNEL_SUITE=sid ESN_KERNEL_OPTIONAL=1 \
 		tests/vm/run.sh scheduler
