@@ -258,7 +258,7 @@ impl<'a> Scheduler<'a> {
         for dev in &plan.devices {
             crate::blkobs::register_paths(
                 &skel.maps.path_disk_dev,
-                dev.paths.iter().map(|p| (p.as_str(), dev.dev)),
+                dev.paths.iter().map(|p| (p.as_str(), dev.dev.0)),
             )?;
             info!(
                 "device {}: node {}{}",

@@ -280,7 +280,7 @@ impl Control {
         };
         let mut by_node: BTreeMap<u32, Vec<DevT>> = BTreeMap::new();
         for dev in &plan.devices {
-            by_node.entry(dev.run_node).or_default().push(DevT(dev.dev));
+            by_node.entry(dev.run_node).or_default().push(dev.dev);
         }
         let nodes = by_node
             .into_iter()

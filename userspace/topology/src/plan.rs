@@ -41,8 +41,7 @@ pub const NO_NODE: u8 = 0xff;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceHome {
     pub name: String,
-    /// Kernel dev_t encoding: MAJOR << 20 | MINOR.
-    pub dev: u32,
+    pub dev: DevT,
     /// A multipath head's path disks, where its requests are issued.
     pub paths: Vec<String>,
     /// The device's own node (on a one-node machine where sysfs names none,
@@ -143,7 +142,7 @@ impl Plan {
             match run_node {
                 Some(run_node) => devices.push(DeviceHome {
                     name: dev.name.clone(),
-                    dev: DevT::new(dev.major, dev.minor).0,
+                    dev: DevT::new(dev.major, dev.minor),
                     paths: dev.paths.clone(),
                     node,
                     run_node,
@@ -259,7 +258,7 @@ mod tests {
         assert_eq!(plan.node_cpus, vec![2, 2]);
         assert_eq!(plan.spill_order, vec![vec![1], vec![0]]);
         assert_eq!(plan.devices.len(), 1);
-        assert_eq!(plan.devices[0].dev, (259 << 20));
+        assert_eq!(plan.devices[0].dev, DevT(259 << 20));
         assert_eq!(plan.devices[0].run_node, 1);
         assert_eq!(plan.skipped.len(), 1);
         assert!(plan.skipped[0].starts_with("vda"));
@@ -330,10 +329,7 @@ mod tests {
         let table = plan.device_table(&t);
         for dev in &plan.devices {
             // what BPF's dev_home_node holds is what the report shows
-            assert_eq!(
-                table.lookup(DevT(dev.dev)).unwrap().node,
-                Some(dev.run_node)
-            );
+            assert_eq!(table.lookup(dev.dev).unwrap().node, Some(dev.run_node));
         }
         assert_eq!(table.by_name("nvme1n1").unwrap().node, Some(1));
         assert_eq!(table.name_of(DevT::new(259, 3)), "nvme1n1");
