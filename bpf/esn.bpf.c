@@ -102,6 +102,15 @@ const volatile u64 ioprio_idle_penalty = 4;
  */
 #define WATCHDOG_TIMEOUT_MS 5000
 
+/*
+ * Does the kernel have SMT siblings online (sched_smt_active())? Without
+ * them its idle pick ignores SCX_PICK_IDLE_CORE and searches every idle CPU
+ * anyway, so asking for a whole idle core first and then for any idle CPU
+ * would search the same mask twice at every wake-up that finds none.
+ * Turning SMT on or off is CPU hotplug, which restarts the scheduler.
+ */
+const volatile bool smt_active = true;
+
 /* Topology beyond topo.bpf.h: which nodes have CPUs and, for each node, the
  * other nodes with CPUs, nearest first, ESN_NO_NODE terminated. */
 const volatile u8 node_has_cpus[ESN_MAX_NODES];
@@ -188,7 +197,7 @@ struct esn_sched_task {
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
 	u8 ioprio_class; /* enum esn_ioprio_class, as last read */
 	bool rescued;	 /* run out of vtime order (run_starving) */
-	u64 ioprio_read_at; /* when (sched_now): reread every IOPRIO_REREAD_NS */
+	u64 ioprio_read_at; /* in jiffies: see task_ioprio_class() */
 };
 
 struct {
@@ -411,12 +420,14 @@ static bool node_over_threshold(u32 node)
  */
 static bool can_return_home(struct task_struct *p, u32 node, u32 home)
 {
-	u32 *limit = bpf_map_lookup_elem(&node_threshold, &home);
-	u32 *count = MEMBER_VPTR(nr_placed, [home]);
+	u32 *limit, *count;
 
-	if (node == home || !limit || !count)
+	if (node == home)
 		return false;
-	return *count < *limit && task_allowed_on_node(p, home);
+	limit = bpf_map_lookup_elem(&node_threshold, &home);
+	count = MEMBER_VPTR(nr_placed, [home]);
+	return limit && count && *count < *limit &&
+	       task_allowed_on_node(p, home);
 }
 
 enum node_event { NODE_SPILL_IN, NODE_SPILL_OUT, NODE_STOLEN_FROM };
@@ -593,6 +604,18 @@ static __always_inline u64 sched_now(void)
 }
 
 /*
+ * For the hot paths' rate limits: has a tenth of a second passed since
+ * @then, both read from bpf_jiffies64()? The verifier turns that read into
+ * a load, where sched_now() is a call. @then 0 means never.
+ */
+static __always_inline bool tenth_passed(u64 then, u64 now_jiffies)
+{
+	u64 hz = CONFIG_HZ ?: 1000;
+
+	return !then || (now_jiffies - then) * 10 >= hz;
+}
+
+/*
  * Vtime: tasks are ordered by the CPU time they used, scaled by weight, on
  * the clock of the node whose queues they wait in.
  */
@@ -634,20 +657,21 @@ static __always_inline u64 max_ahead_ns(u32 node)
 	return MAX_AHEAD_WAIT_NS / (queued ? queued : 1);
 }
 
-/* ionice changes are rare; a task's class is read at most this often. */
-#define IOPRIO_REREAD_NS (100ULL * 1000 * 1000)
-
 #define IOPRIO_CLASS_SHIFT_BITS 13
 
-/* @p's I/O priority class (its io_context's, set by ioprio_set(2)); a task
- * without one, or without a class in it, is best effort. */
-static u8 task_ioprio_class(struct task_struct *p, struct esn_sched_task *st,
-			    u64 now)
+/*
+ * @p's I/O priority class (its io_context's, set by ioprio_set(2)); a task
+ * without one, or without a class in it, is best effort. ionice changes are
+ * rare: the class is reread at most ten times a second (this runs at every
+ * wake-up and every stop).
+ */
+static u8 task_ioprio_class(struct task_struct *p, struct esn_sched_task *st)
 {
+	u64 now = bpf_jiffies64();
 	struct io_context *ioc;
 	u8 class;
 
-	if (st->ioprio_read_at && now - st->ioprio_read_at < IOPRIO_REREAD_NS)
+	if (!tenth_passed(st->ioprio_read_at, now))
 		return st->ioprio_class;
 	ioc = BPF_CORE_READ(p, io_context);
 	class = ioc ? BPF_CORE_READ(ioc, ioprio) >> IOPRIO_CLASS_SHIFT_BITS : 0;
@@ -667,10 +691,10 @@ static u8 task_ioprio_class(struct task_struct *p, struct esn_sched_task *st,
  * a run is charged) goes the other way.
  */
 static __always_inline u64 ioprio_scale(struct task_struct *p,
-					struct esn_sched_task *st, u64 now,
-					u64 value, bool credit)
+					struct esn_sched_task *st, u64 value,
+					bool credit)
 {
-	switch (task_ioprio_class(p, st, now)) {
+	switch (task_ioprio_class(p, st)) {
 	case ESN_IOPRIO_RT:
 		return credit ? value * ioprio_rt_boost
 			      : value / (ioprio_rt_boost ?: 1);
@@ -708,8 +732,7 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 		st->vtime_node = node;
 	}
 	lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns : MAX_LAG_SLICES * slice_ns;
-	lag = ioprio_scale(p, st, sched_now(),
-			   scale_by_task_weight_inverse(p, lag), true);
+	lag = ioprio_scale(p, st, scale_by_task_weight_inverse(p, lag), true);
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
 	/* The queue lengths are two kfunc calls: only for a task ahead at all. */
@@ -735,7 +758,7 @@ static __always_inline u64 run_charge(struct task_struct *p,
 	if (!st->running_at || !time_after(now, st->running_at))
 		return 0;
 	charge = scale_by_task_weight_inverse(p, now - st->running_at);
-	return ioprio_scale(p, st, now, charge, false);
+	return ioprio_scale(p, st, charge, false);
 }
 
 /* The stats' CPU time per I/O priority class, for a run that ended. */
@@ -812,22 +835,31 @@ static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 }
 
-/* Idle CPU of @node that @p may use, preferring @prev_cpu; -1 if none. */
-static s32 pick_idle_on_node(struct task_struct *p, struct esn_sched_task *st,
-			     u32 node, s32 prev_cpu)
+/* An idle CPU of @cpus, a whole idle core first where SMT is on; -1 if
+ * none. */
+static __always_inline s32 pick_idle_in(const struct cpumask *cpus)
 {
-	const struct cpumask *cpus = task_node_cpus(p, st, node);
 	s32 cpu;
 
+	if (smt_active) {
+		cpu = scx_bpf_pick_idle_cpu(cpus, SCX_PICK_IDLE_CORE);
+		if (cpu >= 0)
+			return cpu;
+	}
+	return scx_bpf_pick_idle_cpu(cpus, 0);
+}
+
+/* Idle CPU of @node that @p may use (@cpus: task_node_cpus()), preferring
+ * @prev_cpu; -1 if none. */
+static s32 pick_idle_on_node(struct task_struct *p, const struct cpumask *cpus,
+			     u32 node, s32 prev_cpu)
+{
 	if (!cpus)
 		return -1;
 	if (task_may_use_cpu(p, prev_cpu, node) &&
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu))
 		return prev_cpu;
-	cpu = scx_bpf_pick_idle_cpu(cpus, SCX_PICK_IDLE_CORE);
-	if (cpu >= 0)
-		return cpu;
-	return scx_bpf_pick_idle_cpu(cpus, 0);
+	return pick_idle_in(cpus);
 }
 
 /*
@@ -878,10 +910,9 @@ static bool ran_long_enough(s32 cpu, u64 now)
  * The choice is made here, not in enqueue, because enqueue may preempt only
  * the CPU it was called for (see preempt_for_io).
  */
-static s32 busy_cpu_on_node(struct task_struct *p, struct esn_sched_task *st,
+static s32 busy_cpu_on_node(struct task_struct *p, const struct cpumask *cpus,
 			    u32 node, s32 prev_cpu)
 {
-	const struct cpumask *cpus = task_node_cpus(p, st, node);
 	bool prev_on_node;
 	s32 cpu;
 
@@ -919,12 +950,12 @@ static s32 busy_cpu_on_node(struct task_struct *p, struct esn_sched_task *st,
  * sched_ext, up to ~950 ms (seen as fio's max latency beside an RT spinner).
  */
 static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
-			   u32 node, u64 enq_flags)
+			   u32 node, u64 enq_flags, u64 now)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || node_of_cpu(cpu) != node ||
-	    !cpu_preemptible_for_io(cpu) || !ran_long_enough(cpu, sched_now()))
+	    !cpu_preemptible_for_io(cpu) || !ran_long_enough(cpu, now))
 		return false;
 	wait_on_node(p, st, node, enq_flags);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
@@ -945,8 +976,9 @@ static __always_inline struct task_struct *queue_head(u64 dsq_id)
 	return __COMPAT_scx_bpf_dsq_peek(dsq_id);
 }
 
-/* Has the oldest task in @node's I/O queue waited past io_steal_after_ns? */
-static bool io_queue_starving(u32 node, u64 now)
+/* Has the oldest task in @node's I/O queue waited past io_steal_after_ns?
+ * The clock is read only for a queue that holds one. */
+static bool io_queue_starving(u32 node)
 {
 	struct task_struct *head = queue_head(io_dsq(node));
 	struct esn_sched_task *st;
@@ -954,7 +986,7 @@ static bool io_queue_starving(u32 node, u64 now)
 	if (!head)
 		return false;
 	st = sched_task(head);
-	return st && now - st->io_enqueued_at > io_steal_after_ns;
+	return st && sched_now() - st->io_enqueued_at > io_steal_after_ns;
 }
 
 /*
@@ -983,12 +1015,12 @@ static long sweep_one(struct bpf_map *map, u32 *tid, struct esn_placement *pl,
  * dispatch until something wakes it. So a node's I/O queue whose head has
  * waited too long wakes an idle CPU of the nearest node that has one.
  */
-static void rescue_starving_io(u64 now)
+static void rescue_starving_io(void)
 {
 	u32 node, i;
 
 	bpf_for(node, 0, nr_nodes) {
-		if (!node_has_cpu(node) || !io_queue_starving(node, now))
+		if (!node_has_cpu(node) || !io_queue_starving(node))
 			continue;
 		bpf_for(i, 0, nr_nodes) {
 			u8 other = nth_neighbour(node, i);
@@ -1033,7 +1065,7 @@ static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 	 * callback as part of sleepable ops.init, where an iterator needs
 	 * an explicit RCU read section. */
 	bpf_rcu_read_lock();
-	rescue_starving_io(sched_now());
+	rescue_starving_io();
 	bpf_rcu_read_unlock();
 	if (now - last_sweep_ns >= SWEEP_INTERVAL_NS) {
 		last_sweep_ns = now;
@@ -1067,13 +1099,15 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 		st->woke_node_set = true;
 	}
 	if (node != ESN_NO_NODE) {
-		cpu = pick_idle_on_node(p, st, node, prev_cpu);
+		const struct cpumask *cpus = task_node_cpus(p, st, node);
+
+		cpu = pick_idle_on_node(p, cpus, node, prev_cpu);
 		if (cpu >= 0) {
 			run_on_idle_cpu(p, st, cpu);
 			stat_inc(ESN_STAT_IO_DIRECT);
 			return cpu;
 		}
-		return busy_cpu_on_node(p, st, node, prev_cpu);
+		return busy_cpu_on_node(p, cpus, node, prev_cpu);
 	}
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
@@ -1093,6 +1127,7 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct esn_sched_task *st = sched_task(p);
+	u64 now;
 	u8 node;
 	s32 cpu;
 
@@ -1120,11 +1155,13 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 
 	node = enqueue_io_node(p, st, enq_flags);
 	if (node != ESN_NO_NODE) {
-		cpu = pick_idle_on_node(p, st, node, -1);
-		if (cpu < 0 && preempt_for_io(p, st, node, enq_flags))
+		cpu = pick_idle_on_node(p, task_node_cpus(p, st, node), node,
+					-1);
+		now = sched_now();
+		if (cpu < 0 && preempt_for_io(p, st, node, enq_flags, now))
 			return;
 		if (st)
-			st->io_enqueued_at = sched_now();
+			st->io_enqueued_at = now;
 		queue_on_node(p, st, io_dsq(node), node, enq_flags);
 		stat_inc(ESN_STAT_IO_QUEUED);
 		if (cpu >= 0)
@@ -1201,14 +1238,13 @@ static bool prev_keeps_cpu(struct task_struct *prev,
  * and wake-up storms) makes the wait ten times longer. In a soak under
  * hackbench, pthread churn and CPU hotplug, khugepaged (nice 19) waited out
  * the watchdog that way. So a CPU looks through its node's queues at most
- * every STARVE_SCAN_NS for a task that has waited STARVE_AFTER_NS and may
+ * ten times a second for a task that has waited STARVE_AFTER_NS and may
  * run here, and runs it first; while it finds one it keeps looking.
  */
 #define STARVE_AFTER_NS (1000ULL * 1000 * 1000)
-#define STARVE_SCAN_NS (100ULL * 1000 * 1000)
 
-/* When each node's queues were last looked through and held no starving
- * task (races between CPUs only cost a scan). */
+/* When (bpf_jiffies64()) each node's queues were last looked through and
+ * held no starving task (races between CPUs only cost a scan). */
 u64 node_starve_scan_at[ESN_MAX_NODES];
 
 static bool move_starving(u64 dsq_id, s32 cpu, u64 now)
@@ -1232,16 +1268,18 @@ static bool move_starving(u64 dsq_id, s32 cpu, u64 now)
 	return false;
 }
 
-static bool run_starving(s32 cpu, u32 node, u64 now)
+static bool run_starving(s32 cpu, u32 node)
 {
 	u64 *scan_at = MEMBER_VPTR(node_starve_scan_at, [node]);
+	u64 jiffies_now = bpf_jiffies64(), now;
 
-	if (!scan_at || now - *scan_at < STARVE_SCAN_NS)
+	if (!scan_at || !tenth_passed(*scan_at, jiffies_now))
 		return false;
+	now = sched_now();
 	if (move_starving(fair_dsq(node), cpu, now) ||
 	    move_starving(io_dsq(node), cpu, now))
 		return true;
-	*scan_at = now;
+	*scan_at = jiffies_now;
 	return false;
 }
 
@@ -1257,10 +1295,9 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 	u32 node = node_of_cpu(cpu);
 	struct task_struct *io_head = queue_head(io_dsq(node));
 	struct task_struct *fair_head = queue_head(fair_dsq(node));
-	u64 now = sched_now();
 	u32 i;
 
-	if (run_starving(cpu, node, now))
+	if (run_starving(cpu, node))
 		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    prev_keeps_cpu(prev, io_head, fair_head)) {
@@ -1287,7 +1324,7 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 
 		if (other == ESN_NO_NODE)
 			break;
-		if (io_queue_starving(other, now) &&
+		if (io_queue_starving(other) &&
 		    scx_bpf_dsq_move_to_local(io_dsq(other), 0)) {
 			stat_inc(ESN_STAT_IO_STOLEN);
 			node_event_inc(other, NODE_STOLEN_FROM);

@@ -26,6 +26,28 @@ const volatile u64 io_half_life_ns = 100ULL * 1000 * 1000;
 extern int CONFIG_HZ __kconfig __weak;
 
 /*
+ * 1e9 / @hz. HZ is a constant the verifier knows (a frozen .kconfig value),
+ * so for the kernel's usual rates the branches not taken are dropped and
+ * this is a constant, where the division costs tens of cycles at every
+ * request and every wake-up of a task with an I/O record.
+ */
+static __always_inline u64 ns_per_jiffy(u64 hz)
+{
+	switch (hz) {
+	case 100:
+		return 10000000;
+	case 250:
+		return 4000000;
+	case 300:
+		return 3333333;
+	case 1000:
+		return 1000000;
+	default:
+		return 1000000000ULL / hz;
+	}
+}
+
+/*
  * The clock of the I/O score and the "last I/O" times: jiffies, in ns since
  * boot (CLOCK_MONOTONIC to within a tick or two, which userspace's decay of
  * the reported score relies on). A tick is fine resolution against a 100 ms
@@ -44,7 +66,7 @@ static __always_inline u64 io_clock_ns(void)
 
 	if (!hz || hz > 100000)
 		return bpf_ktime_get_ns();
-	return (bpf_jiffies64() - initial) * (1000000000ULL / hz);
+	return (bpf_jiffies64() - initial) * ns_per_jiffy(hz);
 }
 
 /*
@@ -89,8 +111,10 @@ static __noinline struct esn_task_io *new_task_io(u32 tid, u32 tgid)
  */
 static __always_inline struct esn_task_io *current_task_io(void)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tid = (u32)id, tgid = id >> 32;
+	/* Not bpf_get_current_pid_tgid(), always a helper call: recent JITs
+	 * inline this one, and the fields are plain loads. */
+	struct task_struct *cur = bpf_get_current_task_btf();
+	u32 tid = cur->pid, tgid = cur->tgid;
 	struct esn_task_io *t;
 
 	t = bpf_map_lookup_elem(&task_io, &tid);

@@ -18,6 +18,7 @@
 //! | NVMe home node | `class/nvme/<ctrl>/device/numa_node` (the PCI function), then `class/nvme/<ctrl>/numa_node` | unknown |
 //! | multipath head's home node | the common node of its path disks' controllers | unknown |
 //! | other disk's home node | `block/<disk>/device/numa_node`, else the nearest ancestor device with a `numa_node` | unknown |
+//! | SMT siblings online ([`smt_active`]) | `devices/system/cpu/smt/active` | assumed on |
 //!
 //! A `numa_node` of -1, a value that is not a number, or a node with no directory all
 //! make the home node unknown (`None`); `node_source` says which and why.
@@ -38,6 +39,14 @@ mod sysfs;
 
 pub use cpulist::{format_cpulist, parse_cpulist};
 pub use nodes::{LOCAL_DISTANCE, REMOTE_DISTANCE};
+
+/// Whether the kernel has SMT siblings online (its `sched_smt_active()`), which
+/// decides whether asking its idle pick for a whole idle core means anything. A
+/// kernel without `CONFIG_HOTPLUG_SMT` has no such file: assumed on, the answer
+/// that only costs a second search where it is wrong.
+pub fn smt_active(sysfs_root: &Path) -> bool {
+    sysfs::read_trimmed(&sysfs_root.join("devices/system/cpu/smt/active")).is_none_or(|s| s != "0")
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use esn_topology::{DeviceKind, Node, Partition, Topology};
+use esn_topology::{smt_active, DeviceKind, Node, Partition, Topology};
 use tempfile::TempDir;
 
 struct FakeSysfs {
@@ -213,6 +213,16 @@ fn two_nodes_with_nvme_on_node_1_and_partitions() {
         ]
     );
     assert_eq!(topo.nvme_devices().count(), 1);
+}
+
+#[test]
+fn smt_is_off_only_when_the_kernel_says_so() {
+    let fake = FakeSysfs::new("0-3", "0-3");
+    assert!(smt_active(fake.root()), "no smt/active file: assumed on");
+    fake.file("devices/system/cpu/smt/active", "0\n");
+    assert!(!smt_active(fake.root()));
+    fake.file("devices/system/cpu/smt/active", "1\n");
+    assert!(smt_active(fake.root()));
 }
 
 #[test]
