@@ -8,7 +8,8 @@ that loaded programs holds their fds, so summing its fdinfo gives its BPF
 cost with no tool of our own in the measurement. A program's name comes from
 /proc/kallsyms (bpf_prog_<tag>_<name>), listed only while it is loaded.
 
-Used by guest_bench.py (per point, per scheduler) and observe-cost.sh:
+Used by guest_bench.py (per point, per scheduler; also IntervalSampler, the
+median over 100 ms intervals) and observe-cost.sh:
 
     bpfcost.py PID [FILE]   prints "run_time_ns run_cnt programs" summed over
                             PID's programs; with FILE, also writes one line
@@ -18,7 +19,9 @@ Used by guest_bench.py (per point, per scheduler) and observe-cost.sh:
 
 import os
 import re
+import statistics
 import sys
+import threading
 
 
 def _prog_fds(pid):
@@ -82,6 +85,88 @@ def cost_delta(before, after):
         if cnt > cnt0:
             out[name] = [ns - ns0, cnt - cnt0]
     return out
+
+
+def _read_prog_fd(pid, fd):
+    """(tag, run_time_ns, run_cnt) of one program fd; None if it closed."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+            fields = dict((k.strip(), v.strip())
+                          for k, _, v in (line.partition(":") for line in f))
+        return fields.get("prog_tag", "?"), int(fields["run_time_ns"]), int(fields["run_cnt"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+class IntervalSampler:
+    """Per program, the median over short intervals of ns per run.
+
+    Why not the window's sum: in a VM whose guest clock runs while a vCPU
+    waits for its host thread (single-threaded TCG switches vCPUs every
+    100 ms), a program the switch lands in is timed with the other vCPUs'
+    turns, and a handful of such runs decide a whole window's mean. Sampled
+    every PERIOD seconds, only the few intervals holding such a run are off,
+    and the median over the intervals leaves them out. Reads only the fds
+    found to be programs at the first sample, so a sample costs one small
+    read per program.
+    """
+
+    MIN_RUNS = 5  # an interval with fewer runs of a program says little of it
+
+    def __init__(self, pid, period):
+        self.pid, self.period = pid, period
+        self._fds = [fd for fd in os.listdir(f"/proc/{pid}/fdinfo")
+                     if _read_prog_fd(pid, fd) is not None]
+        self._samples = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        snap = {}
+        for fd in self._fds:
+            got = _read_prog_fd(self.pid, fd)
+            if got is not None:
+                snap[fd] = got
+        self._samples.append(snap)
+
+    def _run(self):
+        self._sample()
+        while not self._stop.wait(self.period):
+            self._sample()
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def cancel(self):
+        self._stop.set()
+        self._thread.join()
+
+    def stop(self):
+        """{program name: [median ns per run, intervals]}; call while the
+        programs are still loaded (their names come from /proc/kallsyms)."""
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return interval_medians(self._samples, _names_by_tag(), self.MIN_RUNS)
+
+
+def interval_medians(samples, names, min_runs):
+    """samples: [{fd: (tag, ns, runs)}] in time order. Programs of the same
+    name (a tp_btf and its raw_tp twin) are summed within an interval."""
+    per_name = {}
+    for before, after in zip(samples, samples[1:]):
+        delta = {}
+        for fd, (tag, ns, runs) in after.items():
+            if fd not in before:
+                continue
+            acc = delta.setdefault(_prog_name(names, tag), [0, 0])
+            acc[0] += ns - before[fd][1]
+            acc[1] += runs - before[fd][2]
+        for name, (ns, runs) in delta.items():
+            if runs >= min_runs:
+                per_name.setdefault(name, []).append(ns / runs)
+    return {name: [statistics.median(v), len(v)] for name, v in per_name.items()}
 
 
 def main():

@@ -43,7 +43,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from bpfcost import cost_delta, prog_costs
+from bpfcost import IntervalSampler, cost_delta, prog_costs
 
 REPO = os.environ["ESN_REPO"]
 WORK = os.environ.get("ESN_WORK", "/tmp/esn-work")
@@ -58,6 +58,10 @@ BT_SCRIPT = os.path.join(REPO, "tests/bench/bio-dev-node.bt")
 # lab's programs (about a tenth of scx_esn's IOPS at 4 jobs in the 2-node
 # VM), so IOPS and latency verdicts want BENCH_BPF_STATS=0.
 BPF_STATS = os.environ.get("BENCH_BPF_STATS", "1") != "0"
+# With BPF stats on, the scheduler's programs are also sampled this often
+# (ms; 0: not): the median over the intervals of ns per run ("bpf_median"),
+# which a vCPU switch inside a few runs does not move (bpfcost.IntervalSampler).
+BPF_SAMPLE_MS = int(os.environ.get("BENCH_BPF_SAMPLE_MS") or 100)
 # Beside every I/O load, one fair task that wakes every 2 ms (cyclictest):
 # how long a task that is neither placed nor I/O-bound waits for a CPU while
 # the scheduler places the I/O jobs. Off by default: it takes a little CPU.
@@ -432,7 +436,7 @@ def run_point(load, sched_name, ctx):
     tag = f"{ctx['penalty']}-{ctx['rep']}-{load}-{sched_name}"
     point = {"kind": "point", "penalty": ctx["penalty"], "rep": ctx["rep"], "load": load,
              "load_kind": kind, "jobs": jobs, "sched": sched_name, "ok": False}
-    sched, procs, meter = None, {}, None
+    sched, procs, meter, sampler = None, {}, None, None
     try:
         # A scheduler that does not load is a failed point like any other.
         sched = Scheduler(sched_name, tag)
@@ -466,6 +470,8 @@ def run_point(load, sched_name, ctx):
                                               stderr=subprocess.STDOUT, text=True)
         bios0 = ctx["referee"].snapshot()
         stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
+        if bpf0 is not None and BPF_SAMPLE_MS > 0:
+            sampler = IntervalSampler(sched.proc.pid, BPF_SAMPLE_MS / 1000).start()
         own0 = proc_cpu_ticks(sched.proc)
         t0 = time.time()
         outputs = {}
@@ -479,6 +485,9 @@ def run_point(load, sched_name, ctx):
             if p.returncode != 0:
                 raise RuntimeError(f"{name} exit {p.returncode}: {(outputs[name] or '')[-300:]}")
         stat1, bpf1 = cpu_times(), sched_bpf_costs(sched)
+        if sampler is not None:
+            # {program: [median ns per run over the intervals, intervals]}.
+            point["bpf_median"], sampler = sampler.stop(), None
         own1 = proc_cpu_ticks(sched.proc)
         point["window_s"] = round(time.time() - t0, 2)
         if own0 is not None and own1 is not None:
@@ -524,6 +533,8 @@ def run_point(load, sched_name, ctx):
             if p.poll() is None:
                 p.kill()
     finally:
+        if sampler is not None:  # the point failed before its window closed
+            sampler.cancel()
         if meter is not None and meter.poll() is None:
             meter.kill()
             meter.communicate()

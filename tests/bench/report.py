@@ -811,13 +811,52 @@ def per_call_ns(p, callback):
     return None
 
 
+def same_boot_ratios(run, other, value):
+    """value(scx_esn's point) / value(other's point), for every pair of ok points of
+    the same lab, load and repeat (the same boot) where both give a figure."""
+    by_key = {(p["penalty"], p["load"], p["rep"], p["sched"]): p
+              for p in run.points if p.get("ok")}
+    ratios = []
+    for (penalty, load, rep, sched), p in by_key.items():
+        q = by_key.get((penalty, load, rep, other))
+        if sched != LEARNED or q is None:
+            continue
+        a, b = value(p), value(q)
+        if a is not None and b:
+            ratios.append(a / b)
+    return ratios
+
+
+def interval_median_ns(p, callback):
+    """A point's median over short intervals of ns per call (bpf_median), or None."""
+    for prog, (ns, _intervals) in (p.get("bpf_median") or {}).items():
+        if callback_of(prog) == callback:
+            return ns
+    return None
+
+
+def bpf_interval_rows(run, others, names):
+    """Per callback: scx_esn's interval-median ns per call (median over its points),
+    then its per-point ratio to each other scheduler, median [min–max]."""
+    rows = []
+    for cb in names:
+        mine = [v for p in run.points if p.get("ok") and p["sched"] == LEARNED
+                for v in [interval_median_ns(p, cb)] if v is not None]
+        if not mine:
+            continue
+        row = [cb, f"{statistics.median(mine):.0f}"]
+        for o in others:
+            s = spread(same_boot_ratios(run, o, lambda p: interval_median_ns(p, cb)))
+            row.append(f"{fmt_spread(s, lambda v: f'{v:.2f}', s.n, 'x')} (n={s.n})" if s else "–")
+        rows.append(row)
+    return rows
+
+
 def bpf_ratio_rows(run, others, names):
     """scx_esn's ns per call ÷ each other scheduler's: pooled over every point,
     then per point (same lab, load and repeat: same boot) as median [min–max].
     The spread shows how far one point is from deciding anything."""
     mine = bpf_callbacks(run, LEARNED)
-    by_key = {(p["penalty"], p["load"], p["rep"], p["sched"]): p
-              for p in run.points if p.get("ok") and isinstance(p.get("bpf"), dict)}
     rows = []
     for cb in names:
         ns, runs = mine.get(cb, (0, 0))
@@ -826,14 +865,7 @@ def bpf_ratio_rows(run, others, names):
         row = [cb]
         for o in others:
             ons, oruns = bpf_callbacks(run, o).get(cb, (0, 0))
-            ratios = []
-            for (penalty, load, rep, sched), p in by_key.items():
-                q = by_key.get((penalty, load, rep, o))
-                if sched != LEARNED or q is None:
-                    continue
-                a, b = per_call_ns(p, cb), per_call_ns(q, cb)
-                if a is not None and b:
-                    ratios.append(a / b)
+            ratios = same_boot_ratios(run, o, lambda p: per_call_ns(p, cb))
             if not oruns or not ratios:
                 row.append("–")
                 continue
@@ -890,8 +922,17 @@ def bpf_section(run):
               "whenever the round-robin switch lands inside it: a few such events decide a "
               "point, so callbacks whose code two builds share have measured 0.6x-2.2x apart "
               "per point and up to 1.2x pooled over six points (2026-11-27).", ""]
-    return lines + md_table(["program"] + [f"vs {o}" for o in others],
-                            bpf_ratio_rows(run, others, names))
+    lines += md_table(["program"] + [f"vs {o}" for o in others],
+                      bpf_ratio_rows(run, others, names))
+    rows = bpf_interval_rows(run, others, names)
+    if not rows:
+        return lines
+    lines += ["The same, robust to those switches: each point's programs were also sampled "
+              "every BENCH_BPF_SAMPLE_MS (100 ms), and a point's figure is the median over "
+              "its intervals of ns per call, which the few intervals a switch landed in do "
+              "not move. scx_esn's ns per call (median over its points), then its ratio to "
+              "each other scheduler per point (same boot, same load), median [min–max].", ""]
+    return lines + md_table(["program", "esn ns"] + [f"vs {o}" for o in others], rows)
 
 
 # --------------------------------------------------------------- lab, failed --
@@ -987,6 +1028,8 @@ def synthetic_figures(rng, penalty, rep, load, sched):
         # 200 ns per enqueue for every scheduler but the floor (which runs no
         # BPF), and scx_esn's block hook.
         p["bpf"] = {f"{sched.split('_')[-1]}_enqueue": [200 * 50000, 50000]}
+        # Sampled: scx_esn's enqueue 90 ns per call, everyone else's 180.
+        p["bpf_median"] = {f"{sched.split('_')[-1]}_enqueue": [90 if sched == LEARNED else 180, 100]}
         if sched.startswith("esn"):
             p["bpf"]["esn_block_rq_complete"] = [4000 * 10000, 10000]
     if sched == LEARNED:
@@ -1085,6 +1128,9 @@ def selftest_checks(outdir, md, plot_dir, written):
     expect(re.search(r"^\| block_rq_complete \| 1\.00x [^|]*\| 1\.00x [^|]*\| – \| – \| – \|$",
                      ratios, re.M),
            "a program only scx_esn's builds run: a ratio to esn-tN, '–' for the peers")
+    sampled = bpf[bpf.find("robust to those switches"):]
+    expect(re.search(r"^\| enqueue \| 90 \| 0\.50x \(n=\d+\) \|", sampled, re.M),
+           "the interval medians: esn's 90 ns, 0.50x a peer's 180 per point")
     failed = md_part(text, "## Failed points")
     expect("| 2.0 | 2 | io-4 | scx_rusty | " + md_escape(SELFTEST_ERROR) + " |" in failed,
            "the failed point is listed with its error")
