@@ -24,24 +24,24 @@ import sys
 import threading
 
 
+def _read_prog_fd(pid, fd):
+    """(tag, run_time_ns, run_cnt) of one fd of PID if it is a BPF program (only
+    program fds have run_cnt); None otherwise or if it closed meanwhile."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+            fields = dict((k.strip(), v.strip())
+                          for k, _, v in (line.partition(":") for line in f))
+        return fields.get("prog_tag", "?"), int(fields["run_time_ns"]), int(fields["run_cnt"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def _prog_fds(pid):
     """(tag, run_time_ns, run_cnt) of every BPF program fd of PID; None if gone."""
     d = f"/proc/{pid}/fdinfo"
     if not os.path.isdir(d):
         return None
-    progs = []
-    for fd in os.listdir(d):
-        try:
-            with open(os.path.join(d, fd)) as f:
-                fields = dict((k.strip(), v.strip())
-                              for k, _, v in (line.partition(":") for line in f))
-        except OSError:  # closed meanwhile
-            continue
-        # Only program fds have run_cnt.
-        if "run_cnt" in fields and "run_time_ns" in fields:
-            progs.append((fields.get("prog_tag", "?"), int(fields["run_time_ns"]),
-                          int(fields["run_cnt"])))
-    return progs
+    return [prog for prog in (_read_prog_fd(pid, fd) for fd in os.listdir(d)) if prog]
 
 
 def _names_by_tag():
@@ -85,17 +85,6 @@ def cost_delta(before, after):
         if cnt > cnt0:
             out[name] = [ns - ns0, cnt - cnt0]
     return out
-
-
-def _read_prog_fd(pid, fd):
-    """(tag, run_time_ns, run_cnt) of one program fd; None if it closed."""
-    try:
-        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-            fields = dict((k.strip(), v.strip())
-                          for k, _, v in (line.partition(":") for line in f))
-        return fields.get("prog_tag", "?"), int(fields["run_time_ns"]), int(fields["run_cnt"])
-    except (OSError, KeyError, ValueError):
-        return None
 
 
 class IntervalSampler:
