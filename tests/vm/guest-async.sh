@@ -139,6 +139,9 @@ require_nvme_and_sched_ext
 [[ -x $bin ]] || { check "scx_esn binary" 0 "not found at $bin; run make first"; finish_all; }
 poll=$(cat "/sys/block/$(basename "$dev")/queue/io_poll" 2>/dev/null || echo 0)
 say "disk $dev: queue/io_poll $poll; nvme poll_queues $(cat /sys/module/nvme/parameters/poll_queues 2>/dev/null || echo '?')"
+# One bpftrace session for every run (measure_bios_during reuses a running
+# one): a session per run attached eight times, 7-23 s each under TCG.
+bio_trace_start "$dev" || { check "bpftrace attaches" 0 "no interval marker from bpftrace"; finish_all; }
 
 declare -A ref
 for e in A U Q P; do
