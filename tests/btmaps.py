@@ -67,6 +67,26 @@ def hist_count(h):
     return sum(h.values())
 
 
+def hist_median(h):
+    """The (low, high) bucket holding the median count; None if empty."""
+    total, seen = hist_count(h), 0
+    for bucket in sorted(h, key=lambda b: (b[0] is not None, b[0] or 0)):
+        seen += h[bucket]
+        if total and 2 * seen >= total:
+            return bucket
+    return None
+
+
+def hist_mean(h):
+    """The mean the buckets imply (each count at its bucket's middle, an
+    open-ended bucket at its low bound); 0 if empty."""
+    total = hist_count(h)
+    if not total:
+        return 0
+    return sum(c * ((lo or 0) if hi is None else ((lo or 0) + hi) / 2)
+               for (lo, hi), c in h.items()) / total
+
+
 if __name__ == "__main__":
     out = {n: [[list(k), v if not isinstance(v, dict) else [[list(b), c] for b, c in v.items()]]
                for k, v in t.items()] for n, t in parse(open(sys.argv[1]).read()).items()}

@@ -161,7 +161,9 @@ run_version() { # BPFTRACE
 	# blk-lat-node counts every request on the disk from its attach on, and
 	# a bpftrace starting up pages itself in from that disk: ~1,400 reads of
 	# ~12 ms each from a cold cache, which once put its mean at 10x fio's.
-	# So it starts once the others are up.
+	# So it starts once the others are up, after a sync (the writeback of
+	# what earlier tests wrote is slow I/O on the same disk too), and it ends
+	# before them (their exits page bpftrace in again).
 	t0=$SECONDS
 	for i in "${!names[@]}"; do
 		if [[ ${names[$i]} == blk-lat-node ]]; then late=$i; else start_script "$i"; fi
@@ -169,6 +171,7 @@ run_version() { # BPFTRACE
 	for i in "${!names[@]}"; do
 		[[ $i == "$late" ]] || wait_attached "$i"
 	done
+	sync
 	start_script "$late"
 	wait_attached "$late"
 	echo "    attached after $((SECONDS - t0)) s"
@@ -183,6 +186,9 @@ run_version() { # BPFTRACE
 	done
 	wait "$fio_pid"
 	sleep 1
+	kill -INT "${pids[$late]}" 2>/dev/null
+	t0=$SECONDS
+	while kill -0 "${pids[$late]}" 2>/dev/null && ((SECONDS - t0 < 15)); do sleep 0.5; done
 	local sizes=() rcs=() resent
 	for i in "${!names[@]}"; do
 		sizes+=("$(stat -c %s "$out/${names[$i]}.out")")
@@ -210,7 +216,7 @@ run_version() { # BPFTRACE
 		"${rcs[@]}" <<'EOF'
 import json, sys
 sys.path.insert(0, sys.argv[1] + "/tests")
-from btmaps import parse, hist_count
+from btmaps import parse, hist_count, hist_median, hist_mean
 repo, out, ver, disk = sys.argv[1:5]
 dev_node, node_a, node_b, kprobes, sched_ext = (int(x) for x in sys.argv[5:10])
 names = ["nvme-locality", "blk-lat-node", "io-task-migrations", "iowait-runq", "esn-decisions"]
@@ -272,8 +278,18 @@ for n in ("nvme-locality", "blk-lat-node"):
               f"{right} requests (fio {ios} I/Os); keys {sorted(mine)}")
         h = m.get("usecs", {}).get((disk, loc(node_a)), {})
         avg = m.get("avg_usecs", {}).get((disk, loc(node_a)), 0)
-        check(f"{n}: latency histogram and mean", hist_count(h) >= 0.95 * ios and 0 < avg <= 1.5 * clat_us,
-              f"{hist_count(h)} in the histogram, mean {avg} us (fio completion latency {clat_us:.1f} us)")
+        # The median against fio's, the mean against the histogram's own: the
+        # script counts every request on the disk, and a CI machine's other
+        # I/O (page-ins, writeback: ~12 ms each) has put the mean at 2-10x
+        # fio's while the bulk of the histogram sat at fio's latency.
+        med = hist_median(h)
+        est = hist_mean(h)
+        check(f"{n}: latency histogram and mean",
+              hist_count(h) >= 0.95 * ios and med is not None
+              and med[0] <= 2 * clat_us and (med[1] or med[0]) >= clat_us / 2
+              and est and 0.5 * est <= avg <= 2 * est,
+              f"{hist_count(h)} in the histogram, median bucket {med}, mean {avg} us "
+              f"(histogram's own ~{est:.0f}; fio completion latency {clat_us:.1f} us)")
 
 m = ran("iowait-runq")
 if m is not None:
