@@ -134,8 +134,7 @@ class IntervalSampler:
     def stop(self):
         """{program name: [median ns per run, intervals]}; call while the
         programs are still loaded (their names come from /proc/kallsyms)."""
-        self._stop.set()
-        self._thread.join()
+        self.cancel()
         self._sample()
         return interval_medians(self._samples, _names_by_tag(), self.MIN_RUNS)
 

@@ -811,20 +811,19 @@ def per_call_ns(p, callback):
     return None
 
 
-def same_boot_ratios(run, other, value):
-    """value(scx_esn's point) / value(other's point), for every pair of ok points of
-    the same lab, load and repeat (the same boot) where both give a figure."""
+def same_boot_pairs(run, other):
+    """(scx_esn's point, other's point) for every pair of ok points of the same
+    lab, load and repeat (the same boot)."""
     by_key = {(p["penalty"], p["load"], p["rep"], p["sched"]): p
               for p in run.points if p.get("ok")}
-    ratios = []
-    for (penalty, load, rep, sched), p in by_key.items():
-        q = by_key.get((penalty, load, rep, other))
-        if sched != LEARNED or q is None:
-            continue
-        a, b = value(p), value(q)
-        if a is not None and b:
-            ratios.append(a / b)
-    return ratios
+    return [(p, by_key[(penalty, load, rep, other)])
+            for (penalty, load, rep, sched), p in by_key.items()
+            if sched == LEARNED and (penalty, load, rep, other) in by_key]
+
+
+def pair_ratios(pairs, value):
+    """value(scx_esn's point) / value(other's point) over the pairs where both give one."""
+    return [a / b for a, b in ((value(p), value(q)) for p, q in pairs) if a is not None and b]
 
 
 def interval_median_ns(p, callback):
@@ -838,6 +837,7 @@ def interval_median_ns(p, callback):
 def bpf_interval_rows(run, others, names):
     """Per callback: scx_esn's interval-median ns per call (median over its points),
     then its per-point ratio to each other scheduler, median [min–max]."""
+    pairs = {o: same_boot_pairs(run, o) for o in others}
     rows = []
     for cb in names:
         mine = [v for p in run.points if p.get("ok") and p["sched"] == LEARNED
@@ -846,7 +846,7 @@ def bpf_interval_rows(run, others, names):
             continue
         row = [cb, f"{statistics.median(mine):.0f}"]
         for o in others:
-            s = spread(same_boot_ratios(run, o, lambda p: interval_median_ns(p, cb)))
+            s = spread(pair_ratios(pairs[o], lambda p: interval_median_ns(p, cb)))
             row.append(f"{fmt_spread(s, lambda v: f'{v:.2f}', s.n, 'x')} (n={s.n})" if s else "–")
         rows.append(row)
     return rows
@@ -857,6 +857,8 @@ def bpf_ratio_rows(run, others, names):
     then per point (same lab, load and repeat: same boot) as median [min–max].
     The spread shows how far one point is from deciding anything."""
     mine = bpf_callbacks(run, LEARNED)
+    theirs = {o: bpf_callbacks(run, o) for o in others}
+    pairs = {o: same_boot_pairs(run, o) for o in others}
     rows = []
     for cb in names:
         ns, runs = mine.get(cb, (0, 0))
@@ -864,8 +866,8 @@ def bpf_ratio_rows(run, others, names):
             continue
         row = [cb]
         for o in others:
-            ons, oruns = bpf_callbacks(run, o).get(cb, (0, 0))
-            ratios = same_boot_ratios(run, o, lambda p: per_call_ns(p, cb))
+            ons, oruns = theirs[o].get(cb, (0, 0))
+            ratios = pair_ratios(pairs[o], lambda p: per_call_ns(p, cb))
             if not oruns or not ratios:
                 row.append("–")
                 continue
