@@ -116,6 +116,35 @@ def cpu_times():
     return out
 
 
+# Interrupt rows of /proc/interrupts counted per I/O: wake-up IPIs (RES),
+# function-call IPIs (CAL, also the kick of a remote CPU), the local timer
+# (LOC). Under TCG each costs the one host thread that runs every vCPU.
+IRQ_KINDS = {"RES": "resched_ipi", "CAL": "call_ipi", "LOC": "timer_irq"}
+
+
+def kernel_events():
+    """Machine-wide counters since boot: context switches (/proc/stat ctxt),
+    the interrupt kinds of IRQ_KINDS and every device interrupt ("dev_irq"),
+    each summed over the CPUs."""
+    ev = {"ctxt": 0, "dev_irq": 0, **{name: 0 for name in IRQ_KINDS.values()}}
+    for line in open("/proc/stat"):
+        if line.startswith("ctxt "):
+            ev["ctxt"] = int(line.split()[1])
+    with open("/proc/interrupts") as f:
+        ncpus = len(f.readline().split())
+        for line in f:
+            fields = line.split()
+            if not fields or not fields[0].endswith(":"):
+                continue
+            label = fields[0][:-1]
+            counts = sum(int(x) for x in fields[1:1 + ncpus] if x.isdigit())
+            if label in IRQ_KINDS:
+                ev[IRQ_KINDS[label]] += counts
+            elif label.isdigit():
+                ev["dev_irq"] += counts
+    return ev
+
+
 # ------------------------------------------------------------------ referee --
 class BioReferee:
     """One bpftrace for the whole boot: cumulative bios per (dev, node).
@@ -469,7 +498,7 @@ def run_point(load, sched_name, ctx):
                                               stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True)
         bios0 = ctx["referee"].snapshot()
-        stat0, bpf0 = cpu_times(), sched_bpf_costs(sched)
+        stat0, bpf0, events0 = cpu_times(), sched_bpf_costs(sched), kernel_events()
         if bpf0 is not None and BPF_SAMPLE_MS > 0:
             sampler = IntervalSampler(sched.proc.pid, BPF_SAMPLE_MS / 1000).start()
         own0 = proc_cpu_ticks(sched.proc)
@@ -484,7 +513,7 @@ def run_point(load, sched_name, ctx):
                 raise RuntimeError(f"{name} did not finish in time")
             if p.returncode != 0:
                 raise RuntimeError(f"{name} exit {p.returncode}: {(outputs[name] or '')[-300:]}")
-        stat1, bpf1 = cpu_times(), sched_bpf_costs(sched)
+        stat1, bpf1, events1 = cpu_times(), sched_bpf_costs(sched), kernel_events()
         if sampler is not None:
             # {program: [median ns per run over the intervals, intervals]}.
             point["bpf_median"], sampler = sampler.stop(), None
@@ -509,6 +538,8 @@ def run_point(load, sched_name, ctx):
             point["local_share_pct"] = win["local_share_pct"]
             if point["ios"]:
                 point["cpu_per_io_us"] = 1e6 * win["busy_cpu_s"] / point["ios"]
+                for name in events1:
+                    point[f"{name}_per_io"] = (events1[name] - events0[name]) / point["ios"]
         energy_figures(meter, point)
         if "hog" in procs:
             point["cpu_ops_per_s"] = parse_stress_ng(outputs["hog"])

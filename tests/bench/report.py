@@ -100,6 +100,12 @@ FIGURES = {
     # Derived from a point's "bpf" (kernel.bpf_stats) when load_raw reads it.
     "bpf_cpu_pct": Figure("BPF CPU %", -1, "pct"),
     "bpf_us_per_io": Figure("BPF µs/IO", -1, "us"),
+    # Machine-wide kernel events over the window, per fio I/O (kernel_events).
+    "ctxt_per_io": Figure("switches/IO", -1, "x"),
+    "resched_ipi_per_io": Figure("wake IPIs/IO", -1, "x"),
+    "call_ipi_per_io": Figure("call IPIs/IO", -1, "x"),
+    "timer_irq_per_io": Figure("timer IRQs/IO", -1, "x"),
+    "dev_irq_per_io": Figure("device IRQs/IO", -1, "x"),
 }
 
 # The tables of "All figures" per load kind, split so that none passes seven
@@ -108,12 +114,16 @@ FIGURE_GROUPS = {
     "io": [["iops", "p50_us", "p99_us"],
            ["local_share_pct", "cpu_per_io_us", "idle_nodes_busy_pct"],
            ["energy_per_io_mj", "tradeoff"],
-           ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]],
+           ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"],
+           ["ctxt_per_io", "resched_ipi_per_io", "call_ipi_per_io"],
+           ["timer_irq_per_io", "dev_irq_per_io"]],
     "hog-io": [["iops", "p50_us", "p99_us"],
                ["local_share_pct", "cpu_per_io_us"],
                ["energy_per_io_mj", "tradeoff"],
                ["cpu_ops_per_s", "idle_nodes_busy_pct"],
-               ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]],
+               ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"],
+               ["ctxt_per_io", "resched_ipi_per_io", "call_ipi_per_io"],
+               ["timer_irq_per_io", "dev_irq_per_io"]],
     "cpu": [["cpu_ops_per_s", "idle_nodes_busy_pct"]],
     "hackbench": [["hackbench_s"]],
     "wakeup": [["wakeup_avg_us", "wakeup_max_us"]],
