@@ -6,7 +6,10 @@
  * It implements no scheduling callback at all, so the kernel's built-in
  * behaviour runs and no BPF program runs per event: a waking task goes to an
  * idle CPU found by the built-in idle tracking (straight to that CPU's local
- * queue), everything else waits in the one global FIFO queue. Whatever the
+ * queue), everything else waits in the kernel's global FIFO queue. That queue
+ * is one per NUMA node since 6.12 and a CPU takes only from its own node's,
+ * so no task crosses nodes except at a wake-up that finds an idle CPU there.
+ * Whatever the
  * benchmark measures for it beyond EEVDF, in the same boot, is the cost of
  * running under sched_ext at all on that machine: the floor under scx_esn and
  * under every peer. Its only program is ops.exit, which records why the

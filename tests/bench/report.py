@@ -400,7 +400,7 @@ def sched_label(run, sched):
         return "esn-tput (scx_esn, learning for throughput: --objective throughput)"
     if sched == FLOOR:
         return ("floor (sched_ext with no BPF callbacks, tests/floor: the kernel's built-in "
-                "idle pick and one global FIFO; what running under sched_ext costs by itself)")
+                "idle pick and the global FIFO, one per node; what running under sched_ext costs by itself)")
     if sched == BASE_BUILD:
         return f"esn-base (another scx_esn build, learning: {run.meta.get('esn_base')})"
     if static_threshold(sched):

@@ -6,7 +6,8 @@
 //!   open bpf/floor_sched.bpf.c (no scheduling callbacks) ─► load ─► attach
 //!   ─► one line "esn-scx-floor: attached ..." on stdout
 //!   ─► the kernel's built-in policy schedules every task: idle CPU at
-//!      wake-up, else one global FIFO queue; no BPF runs per event
+//!      wake-up, else the global FIFO queue (one per NUMA node since 6.12,
+//!      served only by its node's CPUs); no BPF runs per event
 //!   ─► SIGINT/SIGTERM ─► detach, exit 0
 //!   ─► the kernel unloads it (error, stall) ─► its reason on stderr, exit 1
 //! ```
@@ -35,8 +36,8 @@ use floor_skel::*;
 
 /// Load the sched_ext floor: a sched_ext scheduler that implements no
 /// scheduling callback, so that the kernel's built-in policy (an idle CPU at
-/// wake-up, else one global FIFO queue) schedules every task without running
-/// any BPF.
+/// wake-up, else the global FIFO queue of the task's node) schedules every
+/// task without running any BPF.
 ///
 /// Prints one line once attached and stays until SIGINT or SIGTERM, then
 /// unloads and exits 0. Exit 1 when it cannot load (not root, no sched_ext,
@@ -65,7 +66,7 @@ fn run() -> Result<()> {
     let mut skel = scx_ops_open!(builder, &mut open_object, floor_ops, open_opts)?;
     let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
     let link = scx_ops_attach!(skel, floor_ops)?;
-    println!("esn-scx-floor: attached (no callbacks: built-in idle pick, one global FIFO)");
+    println!("esn-scx-floor: attached (no callbacks: built-in idle pick, the global FIFO per node)");
 
     while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&skel, uei) {
         std::thread::sleep(Duration::from_millis(100));
