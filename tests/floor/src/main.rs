@@ -66,7 +66,9 @@ fn run() -> Result<()> {
     let mut skel = scx_ops_open!(builder, &mut open_object, floor_ops, open_opts)?;
     let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
     let link = scx_ops_attach!(skel, floor_ops)?;
-    println!("esn-scx-floor: attached (no callbacks: built-in idle pick, the global FIFO per node)");
+    println!(
+        "esn-scx-floor: attached (no callbacks: built-in idle pick, the global FIFO per node)"
+    );
 
     while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&skel, uei) {
         std::thread::sleep(Duration::from_millis(100));
