@@ -9,11 +9,10 @@
  * queue), everything else waits in the kernel's global FIFO queue. That queue
  * is one per NUMA node since 6.12 and a CPU takes only from its own node's,
  * so no task crosses nodes except at a wake-up that finds an idle CPU there.
- * Whatever the
- * benchmark measures for it beyond EEVDF, in the same boot, is the cost of
- * running under sched_ext at all on that machine: the floor under scx_esn and
- * under every peer. Its only program is ops.exit, which records why the
- * kernel unloaded it (an error or a stall) for the loader to report.
+ * Whatever the benchmark measures for it beyond EEVDF, in the same boot, is
+ * the cost of running under sched_ext at all on that machine: the floor under
+ * scx_esn and under every peer. Its only program is ops.exit, which records
+ * why the kernel unloaded it (an error or a stall) for the loader to report.
  */
 #include <scx/common.bpf.h>
 
