@@ -400,7 +400,8 @@ def sched_label(run, sched):
         return "esn-tput (scx_esn, learning for throughput: --objective throughput)"
     if sched == FLOOR:
         return ("floor (sched_ext with no BPF callbacks, tests/floor: the kernel's built-in "
-                "idle pick and the global FIFO, one per node; what running under sched_ext costs by itself)")
+                "idle pick and the global FIFO, one per node; what running under sched_ext "
+                "costs by itself)")
     if sched == BASE_BUILD:
         return f"esn-base (another scx_esn build, learning: {run.meta.get('esn_base')})"
     if static_threshold(sched):
@@ -1029,6 +1030,8 @@ def synthetic_figures(rng, penalty, rep, load, sched):
             p["probe_wake_avg_us"], p["probe_wake_p99_us"] = 150 / gain, 900 / gain
             if sched != BASELINE:
                 p["sched_cpu_pct"] = 2.5
+            # Kernel events per I/O (kernel_events), recorded by newer runs only.
+            p["ctxt_per_io"] = 2.0 if sched == BASELINE else 1.5
     if kind in ("hog-io", "cpu"):
         p["cpu_ops_per_s"] = 5000 * gain
         p["idle_nodes_busy_pct"] = min(100.0, 95 * gain)
@@ -1154,6 +1157,10 @@ def selftest_checks(outdir, md, plot_dir, written):
            "the wake-up probe's table where the points have it (io-8)")
     expect("fair wake" not in md_part(text, "#### io-4 (4 fio jobs per device)"),
            "no empty probe table where no point has the probe (io-4)")
+    expect(re.search(r"^\| esn \| 1\.50 \| 0\.75x \|", io8, re.M),
+           "the kernel events' table: esn's 1.50 switches per I/O, 0.75x EEVDF's 2.00 (io-8)")
+    expect("switches/IO" not in md_part(text, "#### io-4 (4 fio jobs per device)"),
+           "no events table where no point has them (io-4)")
     pngs = [f"{stem}-{p}.png" for stem in ("iops-vs-jobs", "p99-vs-jobs", "locality-vs-jobs")
             for p in ("off", "2.0")] + ["threshold-learned-vs-oracle.png"]
     for png in pngs:
