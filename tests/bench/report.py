@@ -108,22 +108,22 @@ FIGURES = {
     "dev_irq_per_io": Figure("device IRQs/IO", -1, "x"),
 }
 
+# Machine-wide kernel events per I/O: two tables under every I/O load kind.
+EVENT_GROUPS = [["ctxt_per_io", "resched_ipi_per_io", "call_ipi_per_io"],
+                ["timer_irq_per_io", "dev_irq_per_io"]]
+
 # The tables of "All figures" per load kind, split so that none passes seven
 # columns (each figure takes two: its value and its ratio to EEVDF).
 FIGURE_GROUPS = {
     "io": [["iops", "p50_us", "p99_us"],
            ["local_share_pct", "cpu_per_io_us", "idle_nodes_busy_pct"],
            ["energy_per_io_mj", "tradeoff"],
-           ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"],
-           ["ctxt_per_io", "resched_ipi_per_io", "call_ipi_per_io"],
-           ["timer_irq_per_io", "dev_irq_per_io"]],
+           ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]] + EVENT_GROUPS,
     "hog-io": [["iops", "p50_us", "p99_us"],
                ["local_share_pct", "cpu_per_io_us"],
                ["energy_per_io_mj", "tradeoff"],
                ["cpu_ops_per_s", "idle_nodes_busy_pct"],
-               ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"],
-               ["ctxt_per_io", "resched_ipi_per_io", "call_ipi_per_io"],
-               ["timer_irq_per_io", "dev_irq_per_io"]],
+               ["probe_wake_avg_us", "probe_wake_p99_us", "sched_cpu_pct"]] + EVENT_GROUPS,
     "cpu": [["cpu_ops_per_s", "idle_nodes_busy_pct"]],
     "hackbench": [["hackbench_s"]],
     "wakeup": [["wakeup_avg_us", "wakeup_max_us"]],
