@@ -91,9 +91,11 @@ const volatile bool start_at_insert = false;
 const volatile bool keep_issue_times = false;
 
 /*
- * Per CPU: a completion adds to its own CPU's copy with plain adds, where
- * one shared entry took up to eight atomic adds and, with per-CPU NVMe
- * completion queues, bounced between sockets. Userspace sums the copies.
+ * The per-(device, submitting node, op) histograms of keys that io_slots
+ * below has no slot for. Per CPU: a completion adds to its own CPU's copy
+ * with plain adds, where one shared entry took up to eight atomic adds and,
+ * with per-CPU NVMe completion queues, bounced between sockets. Userspace
+ * sums the copies.
  *
  * Declared by size, not type: the skeleton generator would otherwise emit a
  * Rust type for the value that cannot derive Default (arrays over 32), and a
@@ -115,6 +117,29 @@ struct {
 	__type(key, u32);
 	__type(value, struct esn_node_io);
 } node_io SEC(".maps");
+
+/*
+ * The histograms' hot table, per CPU: slot io_slot_of(key) holds the first
+ * key that hashed there on this CPU, found by an inlined array access and
+ * three compares. A lookup in io_hists above is a call into the kernel's
+ * hash table, and it was 40-130 ns of a completion's 190-280 ns on a
+ * 2-vCPU VM (observe-cost.sh, 2026-11-27). A key whose slot another key
+ * holds goes to io_hists. Userspace sums both by key. 32 slots cover the
+ * usual (disk, submitting node, op) keys of a machine; each costs 704
+ * bytes per possible CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ESN_IO_SLOTS);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(struct esn_io_slot));
+} io_slots SEC(".maps");
+
+/*
+ * Off: every key goes to io_hists, the path of keys that collide, made
+ * testable (observe --no-io-slots).
+ */
+const volatile bool use_io_slots = true;
 
 /* All-zero template for new histogram entries: too large for the stack. */
 struct {
@@ -468,11 +493,37 @@ static __always_inline void hist_add(struct esn_io_hist *h, u32 kind, u64 ns)
 	h->slots[kind][slot] += 1;
 }
 
+/* Multiplicative hashing: the top bits of the products spread small,
+ * close numbers (minors, nodes, ops) over every slot. */
+static __always_inline u32 io_slot_of(const struct esn_io_key *k)
+{
+	u32 mix = k->dev * 0x9e3779b1u ^ (u32)k->submit_node * 0x85ebca6bu ^
+		  (u32)k->op * 0xc2b2ae35u;
+
+	return (mix >> 27) & (ESN_IO_SLOTS - 1);
+}
+
 static __always_inline struct esn_io_hist *io_hist_of(const struct esn_io_key *k)
 {
-	struct esn_io_hist *h = bpf_map_lookup_elem(&io_hists, k), *zero;
+	struct esn_io_hist *h, *zero;
+	struct esn_io_slot *slot;
 	u32 idx = 0;
 
+	if (use_io_slots) {
+		idx = io_slot_of(k);
+		slot = bpf_map_lookup_elem(&io_slots, &idx);
+		if (!slot)
+			return NULL;
+		/* Per CPU, and a program never nests in itself: no race. */
+		if (!slot->key.dev)
+			slot->key = *k;
+		if (slot->key.dev == k->dev &&
+		    slot->key.submit_node == k->submit_node &&
+		    slot->key.op == k->op)
+			return &slot->hist;
+		idx = 0;
+	}
+	h = bpf_map_lookup_elem(&io_hists, k);
 	if (h)
 		return h;
 	zero = bpf_map_lookup_elem(&zero_hist, &idx);

@@ -26,8 +26,10 @@ enum esn_limits {
 	ESN_MAX_DEVICES = 1024,
 	/* Requests tracked between start and completion at once. */
 	ESN_MAX_INFLIGHT = 32768,
-	/* (device, locality, op) histogram entries. */
+	/* (device, submitting node, op) histogram entries. */
 	ESN_MAX_IO_KEYS = 4096,
+	/* Slots of the histograms' direct-mapped table (a power of two). */
+	ESN_IO_SLOTS = 32,
 	/* Tasks in the per-task I/O table (LRU: the quietest are dropped). */
 	ESN_MAX_IO_TASKS = 8192,
 	/* log2 latency buckets: slot 0 is [0, 2) ns, slot i is [2^i, 2^(i+1)),
@@ -151,6 +153,15 @@ struct esn_io_hist {
 	u64 lat_cnt[ESN_NR_LAT_KINDS];
 	u64 lat_sum_ns[ESN_NR_LAT_KINDS];
 	u64 slots[ESN_NR_LAT_KINDS][ESN_LAT_SLOTS];
+};
+
+/*
+ * One slot of the histograms' direct-mapped table: the key that owns it on
+ * this CPU (dev 0: no key yet) and that key's counters.
+ */
+struct esn_io_slot {
+	struct esn_io_key key;
+	struct esn_io_hist hist;
 };
 
 /* Per NUMA node of the submitting (or completing) CPU, cumulative. */

@@ -286,6 +286,11 @@ pub struct ObserveOpts {
     #[arg(long, hide = true)]
     pub keep_issue_times: bool,
 
+    /// Count every request's histogram in the hash table, as requests whose
+    /// key finds its direct-mapped slot taken are (tests that path).
+    #[arg(long, hide = true)]
+    pub no_io_slots: bool,
+
     #[command(flatten)]
     pub energy: EnergyArgs,
 }

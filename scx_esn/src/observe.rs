@@ -96,6 +96,7 @@ pub fn with_observer<T>(
         rodata.io_half_life_ns = setup.io_half_life_ms * 1_000_000;
         rodata.start_at_insert = hooks.starts_at_insert();
         rodata.keep_issue_times = setup.hooks.keep_issue_times;
+        rodata.use_io_slots = !setup.hooks.no_io_slots;
         rodata.has_path_disks = blkobs::topology_paths(topo).next().is_some();
         for (slot, &node) in rodata.cpu_node.iter_mut().zip(&plan.cpu_node) {
             *slot = node;
@@ -118,6 +119,7 @@ pub fn with_observer<T>(
         io_half_life_ns: setup.io_half_life_ms * 1_000_000,
         inflight: &skel.maps.inflight,
         io_hists: &skel.maps.io_hists,
+        io_slots: &skel.maps.io_slots,
         dev_home_node: &skel.maps.dev_home_node,
         node_io: &skel.maps.node_io,
         task_io: &skel.maps.task_io,
@@ -156,6 +158,7 @@ pub fn run(
             force_raw_tp: opts.raw_tp,
             no_io_start: opts.no_io_start,
             keep_issue_times: opts.keep_issue_times,
+            no_io_slots: opts.no_io_slots,
         },
     };
     // The scheduler's CPU -> node map and locality rule; thresholds do not matter.

@@ -574,6 +574,7 @@ fn blkobs_maps_of<'s>(skel: &'s BpfSkel<'_>, io_half_life_ns: u64) -> BlkObsMaps
         io_half_life_ns,
         inflight: &skel.maps.inflight,
         io_hists: &skel.maps.io_hists,
+        io_slots: &skel.maps.io_slots,
         dev_home_node: &skel.maps.dev_home_node,
         node_io: &skel.maps.node_io,
         task_io: &skel.maps.task_io,

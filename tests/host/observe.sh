@@ -14,7 +14,8 @@
 # default on 6.5+), raw tracepoints, starting at block_rq_insert, and with
 # the kernel's issue times ignored (the path of queues the kernel does not
 # stamp, which this machine's disk may not be one of: the issue hook must
-# attach on demand and BPF time the issues). Then
+# attach on demand and BPF time the issues), and with every histogram in
+# the hash table (the path of keys whose direct-mapped slot is taken). Then
 # `observe --json | head -1`: exit 0 without a panic when the reader leaves.
 #
 # Usage: tests/host/observe.sh [SECONDS]   (root; needs fio and python3)
@@ -139,6 +140,8 @@ run_mode tp_btf
 run_mode raw_tp --raw-tp
 run_mode insert --no-io-start
 run_mode kept --keep-issue-times
+# Every key in the hash table, as keys whose direct-mapped slot is taken.
+run_mode noslots --no-io-slots
 rm -f "$file"
 
 # A reader that stops early (`| head -1`): observe must end by itself with 0,

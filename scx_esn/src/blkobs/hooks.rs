@@ -41,6 +41,9 @@ pub struct HookPrefs {
     pub no_io_start: bool,
     /// BPF times every issue itself, as on queues without block stats.
     pub keep_issue_times: bool,
+    /// Every histogram key goes to io_hists, as keys whose io_slots slot
+    /// another key holds do.
+    pub no_io_slots: bool,
 }
 
 /// The programs to load, by name, and a note for the log.
@@ -372,6 +375,7 @@ mod tests {
                 force_raw_tp: true,
                 no_io_start: true,
                 keep_issue_times: false,
+                no_io_slots: false,
             },
         )
         .unwrap();

@@ -26,8 +26,12 @@ pub struct BlkObsMaps<'a> {
     /// The half-life BPF decays the I/O score with (its rodata).
     pub io_half_life_ns: u64,
     pub inflight: &'a dyn MapCore,
+    /// The histograms of keys without a slot in io_slots.
     pub io_hists: &'a dyn MapCore,
-    /// Disk -> home node, as registered: the locality of io_hists' entries.
+    /// The histograms' direct-mapped table: each CPU's copy of a slot
+    /// carries the key it counts for.
+    pub io_slots: &'a dyn MapCore,
+    /// Disk -> home node, as registered: the locality of both tables' keys.
     pub dev_home_node: &'a dyn MapCore,
     pub node_io: &'a dyn MapCore,
     pub task_io: &'a dyn MapCore,
@@ -94,6 +98,38 @@ fn io_counters_of(v: &bpf_intf::esn_io_hist) -> IoCounters {
     }
 }
 
+/// Add one CPU's copy of a histogram entry to @io under its key, the
+/// submitting node folded into a locality by @homes. A free slot (dev 0)
+/// and an op this build does not know add nothing.
+fn add_io_entry(
+    io: &mut BTreeMap<IoKey, IoCounters>,
+    homes: &BTreeMap<u32, u8>,
+    key: &bpf_intf::esn_io_key,
+    hist: &bpf_intf::esn_io_hist,
+) {
+    if key.dev == 0 {
+        return;
+    }
+    let home = homes.get(&key.dev).copied();
+    if let Some(io_key) = IoKey::from_raw(key.dev, home, key.submit_node, key.op) {
+        io.entry(io_key).or_default().merge(&io_counters_of(hist));
+    }
+}
+
+/// Add every CPU's copy of one io_slots slot to @io: the CPUs' copies of a
+/// slot may count for different keys (each CPU's first key to hash there).
+fn add_io_slot(
+    io: &mut BTreeMap<IoKey, IoCounters>,
+    homes: &BTreeMap<u32, u8>,
+    per_cpu: &[Vec<u8>],
+) -> Result<()> {
+    for value in per_cpu {
+        let slot: bpf_intf::esn_io_slot = read_pod(value)?;
+        add_io_entry(io, homes, &slot.key, &slot.hist);
+    }
+    Ok(())
+}
+
 /// Sum of per-CPU values of one counter, as read from the per-CPU map.
 pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
     values
@@ -138,23 +174,28 @@ impl BlkObsMaps<'_> {
 
     /// The per-(device, locality, op) counters alone: what the controller
     /// reads every interval, without walking the task table. BPF keeps them
-    /// per submitting node and per CPU; the CPUs add up and the nodes fold
-    /// into local, remote and unknown here.
+    /// per submitting node and per CPU, in two tables (io_slots, and
+    /// io_hists for keys without a slot); the tables and the CPUs add up
+    /// and the nodes fold into local, remote and unknown here.
     pub fn io_counters(&self) -> Result<BTreeMap<IoKey, IoCounters>> {
         let homes = self.dev_homes()?;
         let mut io: BTreeMap<IoKey, IoCounters> = BTreeMap::new();
+        for idx in 0..bpf_intf::esn_limits_ESN_IO_SLOTS {
+            if let Some(per_cpu) = self
+                .io_slots
+                .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
+                .context("reading io_slots")?
+            {
+                add_io_slot(&mut io, &homes, &per_cpu)?;
+            }
+        }
         for key in self.io_hists.keys() {
             let Some(per_cpu) = self.io_hists.lookup_percpu(&key, MapFlags::ANY)? else {
                 continue; // deleted between keys() and lookup()
             };
             let k: bpf_intf::esn_io_key = read_pod(&key)?;
-            let home = homes.get(&k.dev).copied();
-            let Some(io_key) = IoKey::from_raw(k.dev, home, k.submit_node, k.op) else {
-                continue;
-            };
-            let sum = io.entry(io_key).or_default();
             for value in &per_cpu {
-                sum.merge(&io_counters_of(&read_pod(value)?));
+                add_io_entry(&mut io, &homes, &k, &read_pod(value)?);
             }
         }
         Ok(io)
@@ -268,6 +309,55 @@ mod tests {
             vec![1, 2],
         ];
         assert_eq!(sum_percpu(&vals), 12);
+    }
+
+    /// One CPU's copy of a slot as BPF writes it.
+    fn slot_bytes(dev: u32, submit_node: u8, op: u8, reqs: u64, lat_ns: u64) -> Vec<u8> {
+        // SAFETY: a C struct of integers; all-zero is a valid value.
+        let mut slot: bpf_intf::esn_io_slot = unsafe { std::mem::zeroed() };
+        slot.key.dev = dev;
+        slot.key.submit_node = submit_node;
+        slot.key.op = op;
+        let d = bpf_intf::esn_lat_kind_ESN_LAT_DEVICE as usize;
+        slot.hist.reqs = reqs;
+        slot.hist.lat_cnt[d] = reqs;
+        slot.hist.lat_sum_ns[d] = reqs * lat_ns;
+        slot.hist.slots[d][10] = reqs;
+        let size = std::mem::size_of::<bpf_intf::esn_io_slot>();
+        // SAFETY: reading the struct's own bytes.
+        unsafe { std::slice::from_raw_parts(&slot as *const _ as *const u8, size) }.to_vec()
+    }
+
+    #[test]
+    fn slot_copies_count_for_their_own_keys() {
+        let read = bpf_intf::esn_io_op_ESN_OP_READ as u8;
+        let write = bpf_intf::esn_io_op_ESN_OP_WRITE as u8;
+        let disk = 259 << 20;
+        let homes = BTreeMap::from([(disk, 1u8)]);
+        let mut io = BTreeMap::new();
+        // One slot: CPU 0 counts local reads, CPU 1 remote writes (another
+        // key that hashed there first on it), CPU 2 nothing yet.
+        let per_cpu = vec![
+            slot_bytes(disk, 1, read, 5, 1000),
+            slot_bytes(disk, 0, write, 2, 3000),
+            slot_bytes(0, 0, 0, 0, 0),
+        ];
+        add_io_slot(&mut io, &homes, &per_cpu).unwrap();
+        // Another slot on CPU 1 with more local reads: they add up.
+        add_io_slot(&mut io, &homes, &[slot_bytes(disk, 1, read, 3, 1000)]).unwrap();
+        assert_eq!(io.len(), 2, "{io:?}");
+        let local_reads = IoKey::from_raw(disk, Some(1), 1, read).unwrap();
+        let remote_writes = IoKey::from_raw(disk, Some(1), 0, write).unwrap();
+        assert_eq!(io[&local_reads].reqs, 8);
+        assert_eq!(io[&local_reads].device.count, 8);
+        assert_eq!(io[&local_reads].device.sum_ns, 8000);
+        assert_eq!(io[&remote_writes].reqs, 2);
+        assert_eq!(io[&remote_writes].device.sum_ns, 6000);
+        assert_ne!(local_reads.locality, remote_writes.locality);
+        assert!(
+            add_io_slot(&mut io, &homes, &[vec![0u8; 8]]).is_err(),
+            "a value of another layout is refused, not misread"
+        );
     }
 
     #[test]
