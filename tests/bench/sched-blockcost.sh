@@ -9,6 +9,8 @@
 # read the ratios, which come from one run.
 #
 # Usage: tests/bench/sched-blockcost.sh [SECONDS]   (fio runtime, default 20)
+# Environment: ESN_BIN, another scx_esn build to measure (default
+# target/release/scx_esn; the guest sees the host's files at the same paths).
 # Needs: make build, tests/vm/setup.sh. Report: build/bench/sched-blockcost/
 # sched-blockcost.txt. Exit 0 when the measurement was taken, 1 otherwise.
 set -euo pipefail
@@ -20,11 +22,19 @@ runtime=${1:-20}
 	echo "usage: $0 [SECONDS]  (whole seconds of fio load, default 20)" >&2
 	exit 2
 }
+guest_env=(ESN_COST_SECONDS="$runtime")
+if [[ -n ${ESN_BIN:-} ]]; then
+	[[ -x $ESN_BIN ]] || {
+		echo "sched-blockcost: ESN_BIN=$ESN_BIN is not an executable file" >&2
+		exit 2
+	}
+	guest_env+=(ESN_BIN="$(realpath "$ESN_BIN")")
+fi
 outdir=$repo/build/bench/sched-blockcost
 rm -rf "$outdir"
 rc=0
 ESN_VM_QUIET=1 "$repo/tests/vm/run-in-vm.sh" "$here/guest-sched-blockcost.sh" "$outdir" \
-	ESN_COST_SECONDS="$runtime" || rc=$?
+	"${guest_env[@]}" || rc=$?
 if [[ -s $outdir/sched-blockcost.txt ]]; then
 	cat "$outdir/sched-blockcost.txt"
 else
