@@ -152,6 +152,23 @@ wait_attached() { # INDEX
 	done
 }
 
+# Wait up to LIMIT s for a script to exit after its SIGINT. bpftrace 0.17
+# loses a SIGINT that arrives outside its epoll_wait() (see
+# tests/vm/guest-scripts.sh, bt_stop): while its output has not grown past
+# SIZE, the signal goes again every 10 s, three times at most.
+stop_wait() { # INDEX SIZE LIMIT
+	local t0=$SECONDS resent=0
+	while kill -0 "${pids[$1]}" 2>/dev/null && ((SECONDS - t0 < $3)); do
+		sleep 0.5
+		if ((SECONDS - t0 >= 10 * (resent + 1) && resent < 3)) &&
+			[[ $(stat -c %s "$out/${names[$1]}.out") == "$2" ]]; then
+			resent=$((resent + 1))
+			echo "    ${names[$1]}: no report after SIGINT; SIGINT again ($resent)"
+			kill -INT "${pids[$1]}" 2>/dev/null
+		fi
+	done
+}
+
 run_version() { # BPFTRACE
 	local bt=$1 ver out pids=() i t0 late=
 	ver=$("$bt" --version | awk '{ print $2 }')
@@ -186,28 +203,16 @@ run_version() { # BPFTRACE
 	done
 	wait "$fio_pid"
 	sleep 1
+	local sizes=() rcs=()
+	sizes[$late]=$(stat -c %s "$out/${names[$late]}.out")
 	kill -INT "${pids[$late]}" 2>/dev/null
-	t0=$SECONDS
-	while kill -0 "${pids[$late]}" 2>/dev/null && ((SECONDS - t0 < 15)); do sleep 0.5; done
-	local sizes=() rcs=() resent
+	stop_wait "$late" "${sizes[$late]}" 15
 	for i in "${!names[@]}"; do
-		sizes+=("$(stat -c %s "$out/${names[$i]}.out")")
+		sizes[$i]=$(stat -c %s "$out/${names[$i]}.out")
 		kill -INT "${pids[$i]}" 2>/dev/null
 	done
 	for i in "${!names[@]}"; do
-		t0=$SECONDS
-		resent=0
-		while kill -0 "${pids[$i]}" 2>/dev/null && ((SECONDS - t0 < 60)); do
-			sleep 0.5
-			# bpftrace 0.17 loses a SIGINT that arrives outside its
-			# epoll_wait(): see tests/vm/guest-scripts.sh, bt_stop.
-			if ((SECONDS - t0 >= 10 * (resent + 1) && resent < 3)) &&
-				[[ $(stat -c %s "$out/${names[$i]}.out") == "${sizes[$i]}" ]]; then
-				resent=$((resent + 1))
-				echo "    ${names[$i]}: no report after SIGINT; SIGINT again ($resent)"
-				kill -INT "${pids[$i]}" 2>/dev/null
-			fi
-		done
+		stop_wait "$i" "${sizes[$i]}" 60
 		kill -KILL "${pids[$i]}" 2>/dev/null
 		wait "${pids[$i]}"
 		rcs+=("$?")
