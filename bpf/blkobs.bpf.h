@@ -507,11 +507,11 @@ static __always_inline struct esn_io_hist *io_hist_of(const struct esn_io_key *k
 {
 	struct esn_io_hist *h, *zero;
 	struct esn_io_slot *slot;
-	u32 idx = 0;
+	u32 slot_idx, idx = 0;
 
 	if (use_io_slots) {
-		idx = io_slot_of(k);
-		slot = bpf_map_lookup_elem(&io_slots, &idx);
+		slot_idx = io_slot_of(k);
+		slot = bpf_map_lookup_elem(&io_slots, &slot_idx);
 		if (!slot)
 			return NULL;
 		/* Per CPU, and a program never nests in itself: no race. */
@@ -521,7 +521,6 @@ static __always_inline struct esn_io_hist *io_hist_of(const struct esn_io_key *k
 		    slot->key.submit_node == k->submit_node &&
 		    slot->key.op == k->op)
 			return &slot->hist;
-		idx = 0;
 	}
 	h = bpf_map_lookup_elem(&io_hists, k);
 	if (h)
