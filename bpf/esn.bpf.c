@@ -124,6 +124,14 @@ const volatile u8 spill_order[ESN_MAX_NODES][ESN_MAX_NODES];
 u32 nr_placed[ESN_MAX_NODES];
 
 /*
+ * Placements released so far, anywhere (the sweep, an exiting task, a task
+ * re-placed). A task's last check (esn_sched_task.checked_gen) stands only
+ * while this has not moved: the sweep releases by tid, without the task's
+ * own state at hand, and a release frees a slot others may take.
+ */
+u64 placements_released;
+
+/*
  * CPUs preempt_for_io must leave alone: they run an I/O-bound task, placed
  * or not (written in ops.running), or a higher class holds them
  * (ops.cpu_release; the next ops.running rewrites it). An I/O-bound task
@@ -198,6 +206,10 @@ struct esn_sched_task {
 	u8 ioprio_class; /* enum esn_ioprio_class, as last read */
 	bool rescued;	 /* run out of vtime order (run_starving) */
 	u64 ioprio_read_at; /* in jiffies: see task_ioprio_class() */
+	/* last_check_stands(): task_target_node()'s last full answer */
+	u8 checked_node;
+	u64 checked_at;	 /* in jiffies; 0: none stands */
+	u64 checked_gen; /* placements_released as of that check */
 };
 
 struct {
@@ -382,6 +394,7 @@ static void release_placement(u32 tid, u32 node)
 {
 	if (bpf_map_delete_elem(&placements, &tid))
 		return;
+	__sync_fetch_and_add(&placements_released, 1);
 	node_put_slot(node);
 	stat_inc(ESN_STAT_RELEASE);
 }
@@ -508,6 +521,51 @@ static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io,
 }
 
 /*
+ * For the hot paths' rate limits: has a tenth of a second passed since
+ * @then, both read from bpf_jiffies64()? The verifier turns that read into
+ * a load, where sched_now() is a call. @then 0 means never.
+ */
+static __always_inline bool tenth_passed(u64 then, u64 now_jiffies)
+{
+	u64 hz = CONFIG_HZ ?: 1000;
+
+	return !then || (now_jiffies - then) * 10 >= hz;
+}
+
+/*
+ * An I/O-bound task wakes at every I/O completion, thousands of times a
+ * second, and each full check (task_target_node) costs two or three hash
+ * lookups and the slot counters; one that found every node full walks the
+ * nodes' slots again each time. What the check looks at moves slowly: the
+ * I/O score decays over half-lives, the controller sets thresholds once a
+ * second, a slot frees when a placed task goes quiet or exits. So the
+ * answer of an I/O-bound task's check (its node, or "no slot") stands for a
+ * tenth of a second, unless a placement was released anywhere since (the
+ * sweep may have dropped this one, or freed a slot this task may take), or
+ * the task may not run on every CPU: an affinity change must be seen at
+ * once, or the task would wait in a queue no CPU it may use serves.
+ */
+static __always_inline bool last_check_stands(struct task_struct *p,
+					      struct esn_sched_task *st,
+					      u64 gen, u64 now_jiffies)
+{
+	return st->io_bound && st->checked_gen == gen &&
+	       !tenth_passed(st->checked_at, now_jiffies) &&
+	       task_runs_anywhere(p);
+}
+
+/* task_target_node()'s answer @node for an I/O-bound task, as of @gen. */
+static __always_inline void remember_check(struct esn_sched_task *st, u8 node,
+					   u64 gen, u64 now_jiffies)
+{
+	if (!st)
+		return;
+	st->checked_node = node;
+	st->checked_gen = gen;
+	st->checked_at = now_jiffies ?: 1;
+}
+
+/*
  * The node @p must run on, or ESN_NO_NODE for the fair path. Places @p when
  * it became I/O-bound, keeps the placement while it stays valid, releases it
  * when it is not (I/O stopped, device changed, affinity moved away).
@@ -517,11 +575,18 @@ static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io,
  */
 static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 {
-	struct esn_task_io *io = task_io_of(p);
+	u64 gen = READ_ONCE(placements_released), now_jiffies = bpf_jiffies64();
 	struct esn_placement *pl = NULL, fresh = {};
+	struct esn_task_io *io;
 	u32 tid = p->pid;
 	u8 home, node;
 
+	if (st) {
+		if (last_check_stands(p, st, gen, now_jiffies))
+			return st->checked_node;
+		st->checked_at = 0;
+	}
+	io = task_io_of(p);
 	if (!st || st->io_placed)
 		pl = bpf_map_lookup_elem(&placements, &tid);
 	home = io_bound_home(p, io, pl);
@@ -535,6 +600,7 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 		    !can_return_home(p, node, home) && !shed) {
 			if (io)
 				pl->last_io_ns = io->last_io_ns;
+			remember_check(st, node, gen, now_jiffies);
 			return node;
 		}
 		/* Re-placed from scratch below: home first. */
@@ -548,8 +614,10 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 		return ESN_NO_NODE;
 
 	node = choose_node(p, home);
-	if (node == ESN_NO_NODE)
+	if (node == ESN_NO_NODE) {
+		remember_check(st, ESN_NO_NODE, gen, now_jiffies);
 		return ESN_NO_NODE;
+	}
 	fresh.node = node;
 	fresh.home_node = home;
 	fresh.dev = io->vote_dev;
@@ -558,6 +626,7 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 		node_put_slot(node);
 		return ESN_NO_NODE;
 	}
+	remember_check(st, node, gen, now_jiffies);
 	return node;
 }
 
@@ -601,18 +670,6 @@ static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
 static __always_inline u64 sched_now(void)
 {
 	return scx_bpf_now();
-}
-
-/*
- * For the hot paths' rate limits: has a tenth of a second passed since
- * @then, both read from bpf_jiffies64()? The verifier turns that read into
- * a load, where sched_now() is a call. @then 0 means never.
- */
-static __always_inline bool tenth_passed(u64 then, u64 now_jiffies)
-{
-	u64 hz = CONFIG_HZ ?: 1000;
-
-	return !then || (now_jiffies - then) * 10 >= hz;
 }
 
 /*

@@ -58,7 +58,7 @@ enum esn_stat {
 	/* placement decisions for tasks that became I/O-bound */
 	ESN_STAT_PLACE_LOCAL,	/* on the node of the device they use */
 	ESN_STAT_PLACE_SPILL,	/* home full or not allowed: a neighbour node */
-	ESN_STAT_PLACE_NONE,	/* every allowed node full: scheduled fairly */
+	ESN_STAT_PLACE_NONE,	/* all allowed nodes full (<= 10/s a task) */
 	ESN_STAT_RELEASE,	/* placement dropped: I/O stopped, exit, affinity */
 	/* where placed tasks were sent to run */
 	ESN_STAT_IO_DIRECT,	/* straight onto an idle CPU of their node */

@@ -17,6 +17,10 @@
 #   4. stress-ng --cpu 4 beside a 2-job fio: scx_esn survives, state enabled,
 #      no stall/error in its stderr nor sched_ext errors in dmesg
 #   5. fio pinned to CPUs 0-1: >= 95 % of the bios from node 0
+#  5b. fio 2 jobs placed on node 1, then their affinity narrowed to CPUs 0-1
+#      (node 0): >= 90 % of the bios after the change from node 0, fio exit 0,
+#      scx_esn still enabled (a placement must not outlive the affinity that
+#      allowed it, however recently it was checked)
 #   6. SIGINT: scx_esn exits 0 within 15 s, state back to "disabled"
 #  6b. `scx_esn --stats 1 | head -3`: the closed pipe stops it like SIGINT
 #      (exit 0, state disabled, no panic)
@@ -239,6 +243,15 @@ ok=0
 # This one holds under any scheduler: assert it in dry runs too.
 check "5 fio pinned 0-1: >= 95 % bios from node 0" "$ok" \
 	"$MB_PCT0 % of $MB_TOTAL bios, IOPS=$(fio_iops), fio exit $MB_RC"
+
+# ---- 5b. placed, then narrowed to the other node ---------------------------------------
+fio_randread_args "$dev" 2 "$((runtime + 5))"
+MB_SKIP=$((MB_SKIP + 5)) measure_bios_during "$limit" -- run_pinned_then_free 0-3 5 0-1 "${FIO[@]}"
+ok=0
+[[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT0" 90 && ok=1
+[[ $dry == 1 ]] || { [[ $(sx_state) == enabled ]] && sched_alive; } || ok=0
+check "5b placed fio narrowed to 0-1: >= 90 % bios node 0" "$ok" \
+	"$MB_PCT0 % of $MB_TOTAL bios after the first $((MB_SKIP + 5)) s (whole run: node 1 $MB_FULL_PCT1 %), IOPS=$(fio_iops), fio exit $MB_RC, state $(sx_state)"
 
 bio_trace_stop
 
