@@ -522,7 +522,8 @@ tid_split() { # COMM PCT [MIN_SHARE]
 # run_pinned_then_free START_CPUS AFTER_S ALL_CPUS COMMAND...
 # Starts COMMAND on START_CPUS, then after AFTER_S seconds allows it (and its
 # child processes, all threads) on ALL_CPUS: the tasks begin on the "wrong"
-# node and a scheduler has to move them. Returns COMMAND's status.
+# node and a scheduler has to move them. Given a narrower ALL_CPUS, it takes
+# away CPUs instead (guest-scheduler.sh 5b). Returns COMMAND's status.
 run_pinned_then_free() {
 	local start=$1 after=$2 all=$3 p pid
 	shift 3
