@@ -143,6 +143,13 @@ u64 placements_released;
 u8 cpu_spared[ESN_MAX_CPUS];
 
 /*
+ * CPUs a higher class took (ops.cpu_release) where no sched_ext task has
+ * run since (the next ops.running clears it): an RT task throttled for its
+ * window may take such a CPU back at any moment (direct_dispatch_safe).
+ */
+u8 cpu_lent[ESN_MAX_CPUS];
+
+/*
  * When the task on each CPU started running (ops.running), for
  * io_preempt_after_ns. Per CPU: it is written at every context switch, and
  * a shared array would bounce its cache line between the CPUs.
@@ -163,6 +170,31 @@ struct {
  * or a waker, clamped to it, run ahead of tasks for seconds.
  */
 u64 node_vtime_now[ESN_MAX_NODES];
+
+/*
+ * How many tasks wait in each node's two queues, as the scheduler counts
+ * them, so that a CPU about to go idle reads four counters instead of
+ * making four kfunc calls (each a hash lookup of the queue) to find every
+ * queue empty. A task is counted when enqueue queues it and uncounted when
+ * it runs, or leaves sched_ext, or is queued again elsewhere: the count is
+ * raised before the kernel inserts the task (an insert made from enqueue
+ * lands after the callback returns) and lowered only once the task is out
+ * of the queue, so it is never below what the queue holds, and a count of
+ * zero means the queue is empty. A task the kernel takes out of a queue
+ * without a callback (a property change) is counted until it is queued
+ * again or runs: a count can read high, which only costs the lookup.
+ */
+enum queue_kind {
+	QUEUE_FAIR,
+	QUEUE_IO,
+	NR_QUEUE_KINDS,
+};
+
+u32 queued_count[ESN_MAX_NODES][NR_QUEUE_KINDS];
+
+/* Set for good if a task could not be counted (no task state): the
+ * counts then stop being trusted, and the kernel's are read instead. */
+bool queue_counts_off;
 
 /* Written only by userspace (the controller): slots per node. */
 struct {
@@ -210,6 +242,7 @@ struct esn_sched_task {
 	u8 checked_node;
 	u64 checked_at;	 /* in jiffies; 0: none stands */
 	u64 checked_gen; /* placements_released as of that check */
+	u8 counted_in;	 /* its queued_count slot + 1; 0: none (see there) */
 };
 
 struct {
@@ -259,6 +292,65 @@ static __always_inline u64 io_dsq(u32 node)
 static __always_inline u64 fair_dsq(u32 node)
 {
 	return ESN_DSQ_FAIR_BASE + node;
+}
+
+static __always_inline u64 queue_dsq(u32 node, enum queue_kind kind)
+{
+	return kind == QUEUE_IO ? io_dsq(node) : fair_dsq(node);
+}
+
+/*
+ * Queue counts (queued_count).
+ */
+
+static __always_inline u32 *queued_count_of(u32 node, u32 kind)
+{
+	return MEMBER_VPTR(queued_count, [node][kind]);
+}
+
+/* May @node's @kind queue hold a task? False only when it surely is empty. */
+static __always_inline bool queue_may_hold(u32 node, enum queue_kind kind)
+{
+	u32 *cnt = queued_count_of(node, kind);
+
+	return queue_counts_off || !cnt || READ_ONCE(*cnt);
+}
+
+/* @st's task left the queue it was counted in (it runs, say). */
+static __always_inline void uncount_queued(struct esn_sched_task *st)
+{
+	u32 slot = st->counted_in, *cnt;
+
+	if (!slot)
+		return;
+	st->counted_in = 0;
+	slot--;
+	cnt = queued_count_of(slot / NR_QUEUE_KINDS, slot % NR_QUEUE_KINDS);
+	if (cnt)
+		__sync_fetch_and_sub(cnt, 1);
+}
+
+/* @st's task is about to be inserted into @node's @kind queue. */
+static void count_queued(struct esn_sched_task *st, u32 node,
+			 enum queue_kind kind)
+{
+	u32 slot = node * NR_QUEUE_KINDS + kind + 1, *cnt;
+
+	if (!st) {
+		queue_counts_off = true;
+		return;
+	}
+	/* Taken out by the kernel and queued where it was: counted once. */
+	if (st->counted_in == slot)
+		return;
+	uncount_queued(st);
+	cnt = queued_count_of(node, kind);
+	if (!cnt) {
+		queue_counts_off = true;
+		return;
+	}
+	__sync_fetch_and_add(cnt, 1);
+	st->counted_in = slot;
 }
 
 static __always_inline bool node_has_cpu(u32 node)
@@ -706,10 +798,10 @@ static __always_inline u64 *node_clock(u32 node)
 
 static __always_inline u64 max_ahead_ns(u32 node)
 {
-	s32 fair = scx_bpf_dsq_nr_queued(fair_dsq(node));
-	s32 io = scx_bpf_dsq_nr_queued(io_dsq(node));
-	/* A negative count is an error (no such queue): none waiting there. */
-	u64 queued = (fair > 0 ? fair : 0) + (io > 0 ? io : 0);
+	u32 *fair = queued_count_of(node, QUEUE_FAIR);
+	u32 *io = queued_count_of(node, QUEUE_IO);
+	/* The counts may read a little high (queued_count): a shorter cap. */
+	u64 queued = (fair ? READ_ONCE(*fair) : 0) + (io ? READ_ONCE(*io) : 0);
 
 	return MAX_AHEAD_WAIT_NS / (queued ? queued : 1);
 }
@@ -764,9 +856,10 @@ static __always_inline u64 ioprio_scale(struct task_struct *p,
 }
 
 /*
- * @p's vtime for waiting on @node, written back to the task, within the
- * bounds above. A task that changed node keeps its lag, measured against
- * the clock it left. A waking
+ * @p's vtime for waiting on @node, within the bounds above, written back to
+ * the task when @write_back (an insert into a vtime queue sets it itself,
+ * and the write is a kfunc call on kernels since 6.19). A task that changed
+ * node keeps its lag, measured against the clock it left. A waking
  * task gets at most one slice of lag, inversely to its weight as EEVDF
  * does, so the credit is one slice of *run time* at any nice level:
  * sleeping never buys a burst. Tasks queued again without sleeping (slice
@@ -775,7 +868,7 @@ static __always_inline u64 ioprio_scale(struct task_struct *p,
  * the CPU they used and flatten nice.
  */
 static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
-			 u32 node, u64 enq_flags)
+			 u32 node, u64 enq_flags, bool write_back)
 {
 	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node), *from, lag;
 	u64 ahead;
@@ -792,13 +885,13 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 	lag = ioprio_scale(p, st, scale_by_task_weight_inverse(p, lag), true);
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
-	/* The queue lengths are two kfunc calls: only for a task ahead at all. */
+	/* Only a task ahead at all reads the queue lengths. */
 	if (time_after(vtime, *clock)) {
 		ahead = max_ahead_ns(node);
 		if (time_after(vtime, *clock + ahead))
 			vtime = *clock + ahead;
 	}
-	if (vtime != p->scx.dsq_vtime)
+	if (write_back && vtime != p->scx.dsq_vtime)
 		scx_bpf_task_set_dsq_vtime(p, vtime);
 	return vtime;
 }
@@ -840,7 +933,7 @@ static __always_inline void count_run_by_ioprio(struct esn_sched_task *st,
 static __always_inline void advance_clock(struct task_struct *p,
 					  struct esn_sched_task *st, u32 node)
 {
-	u64 vtime = task_vtime_on(p, st, node, 0), *clock = node_clock(node);
+	u64 vtime = task_vtime_on(p, st, node, 0, true), *clock = node_clock(node);
 
 	if (clock && time_before(*clock, vtime))
 		*clock = vtime;
@@ -854,7 +947,7 @@ static __always_inline void advance_clock(struct task_struct *p,
 static __always_inline void rejoin_clock(struct task_struct *p,
 					 struct esn_sched_task *st, u32 node)
 {
-	u64 vtime = task_vtime_on(p, st, node, 0), *clock = node_clock(node);
+	u64 vtime = task_vtime_on(p, st, node, 0, true), *clock = node_clock(node);
 
 	st->rescued = false;
 	if (clock && time_after(vtime, *clock))
@@ -863,32 +956,56 @@ static __always_inline void rejoin_clock(struct task_struct *p,
 
 /*
  * @p is about to wait for a CPU of @node: its vtime moves onto @node's
- * clock, and the wait that starts is charged to @node (account_wait).
+ * clock (see task_vtime_on for @write_back), and the wait that starts is
+ * charged to @node (account_wait).
  */
 static u64 wait_on_node(struct task_struct *p, struct esn_sched_task *st,
-			u32 node, u64 enq_flags)
+			u32 node, u64 enq_flags, bool write_back)
 {
-	u64 vtime = task_vtime_on(p, st, node, enq_flags);
+	u64 vtime = task_vtime_on(p, st, node, enq_flags, write_back);
 
 	if (st)
 		st->wait_node = node;
 	return vtime;
 }
 
-/* Into @node's vtime queue @dsq_id. */
+/* Into @node's vtime queue of @kind. */
 static void queue_on_node(struct task_struct *p, struct esn_sched_task *st,
-			  u64 dsq_id, u32 node, u64 enq_flags)
+			  enum queue_kind kind, u32 node, u64 enq_flags)
 {
-	u64 vtime = wait_on_node(p, st, node, enq_flags);
+	u64 vtime = wait_on_node(p, st, node, enq_flags, false);
 
-	scx_bpf_dsq_insert_vtime(p, dsq_id, slice_ns, vtime, enq_flags);
+	count_queued(st, node, kind);
+	scx_bpf_dsq_insert_vtime(p, queue_dsq(node, kind), slice_ns, vtime,
+				 enq_flags);
+}
+
+/*
+ * May a wake-up go straight onto idle @cpu's local queue? Not while @cpu is
+ * lent (cpu_lent): the insert lands later, under that CPU's lock, and an
+ * RT task back from its throttling window in between has already had
+ * cpu_release empty the queue, so the task would wait out the RT task's
+ * next second (fio's max latency 968 ms beside an RT spinner, VM fairness
+ * test R, one run in eleven). Such a wake-up is queued by enqueue instead,
+ * where a CPU that takes it does so under its own lock, and @cpu is kicked
+ * to look (select_cpu cleared its idle bit).
+ */
+static __always_inline bool direct_dispatch_safe(s32 cpu)
+{
+	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
+
+	if (!lent || !*lent)
+		return true;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(ESN_STAT_LENT_SKIPPED);
+	return false;
 }
 
 /* Straight onto the local queue of @cpu (a wake-up that found it idle). */
 static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
 			    s32 cpu)
 {
-	wait_on_node(p, st, node_of_cpu(cpu), SCX_ENQ_WAKEUP);
+	wait_on_node(p, st, node_of_cpu(cpu), SCX_ENQ_WAKEUP, true);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 }
 
@@ -1014,7 +1131,7 @@ static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || node_of_cpu(cpu) != node ||
 	    !cpu_preemptible_for_io(cpu) || !ran_long_enough(cpu, now))
 		return false;
-	wait_on_node(p, st, node, enq_flags);
+	wait_on_node(p, st, node, enq_flags, true);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
 	stat_inc(ESN_STAT_IO_PREEMPT);
@@ -1022,12 +1139,22 @@ static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
- * The head of @dsq_id, or NULL. The length is read first: it is a plain
- * load, where the peek may take the queue's lock on kernels without the
- * lockless one.
+ * The head of @dsq_id, or NULL. Since 7.1 the kernel's peek is one lockless
+ * read (the test is the one scx's compat header makes, resolved at load
+ * time). Before, the peek walks the queue under its lock, so the length,
+ * a plain load, is read first; on 7.1+ that read would be a second lookup
+ * of the same queue, on every dispatch.
  */
-static __always_inline struct task_struct *queue_head(u64 dsq_id)
+static __always_inline struct task_struct *queue_head(u32 node,
+							  enum queue_kind kind)
 {
+	u64 dsq_id = queue_dsq(node, kind);
+
+	if (!queue_may_hold(node, kind))
+		return NULL;
+	if (bpf_ksym_exists(scx_bpf_dsq_peek) &&
+	    LINUX_KERNEL_VERSION >= KERNEL_VERSION(7, 1, 0))
+		return scx_bpf_dsq_peek(dsq_id);
 	if (!scx_bpf_dsq_nr_queued(dsq_id))
 		return NULL;
 	return __COMPAT_scx_bpf_dsq_peek(dsq_id);
@@ -1037,7 +1164,7 @@ static __always_inline struct task_struct *queue_head(u64 dsq_id)
  * The clock is read only for a queue that holds one. */
 static bool io_queue_starving(u32 node)
 {
-	struct task_struct *head = queue_head(io_dsq(node));
+	struct task_struct *head = queue_head(node, QUEUE_IO);
 	struct esn_sched_task *st;
 
 	if (!head)
@@ -1112,6 +1239,44 @@ static __always_inline u64 timer_interval_ns(void)
 
 static u64 last_sweep_ns;
 
+/*
+ * The queue counts' safety net. queued_count is built never to read below
+ * its queue; were it ever to (a path that takes tasks out of a queue that
+ * this file does not know of), an idle CPU would not look there and the
+ * tasks would wait for a busy CPU of the node to finish its slice. So at
+ * every sweep each queue's length is read between two reads of its count,
+ * and a queue longer than both is counted (queue_count_low) and wakes an
+ * idle CPU of its node. A task arriving and another leaving between the
+ * reads can raise it without cause; a kick is all that costs.
+ */
+static void check_queue_counts(void)
+{
+	u32 node, kind;
+
+	if (queue_counts_off)
+		return;
+	bpf_for(node, 0, nr_nodes) {
+		bpf_for(kind, 0, NR_QUEUE_KINDS) {
+			u32 *cnt = queued_count_of(node, kind), before, after;
+			const struct cpumask *cpus;
+			s32 len, cpu;
+
+			if (!cnt)
+				break;
+			before = READ_ONCE(*cnt);
+			len = scx_bpf_dsq_nr_queued(queue_dsq(node, kind));
+			after = READ_ONCE(*cnt);
+			if (len <= (s32)before || len <= (s32)after)
+				continue;
+			stat_inc(ESN_STAT_QUEUE_COUNT_LOW);
+			cpus = node_cpumask(node);
+			cpu = cpus ? scx_bpf_pick_idle_cpu(cpus, 0) : -1;
+			if (cpu >= 0)
+				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		}
+	}
+}
+
 static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 {
 	/* The clock of the placements' last I/O times. */
@@ -1127,6 +1292,7 @@ static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 	if (now - last_sweep_ns >= SWEEP_INTERVAL_NS) {
 		last_sweep_ns = now;
 		bpf_for_each_map_elem(&placements, sweep_one, &now, 0);
+		check_queue_counts();
 	}
 	bpf_timer_start(timer, timer_interval_ns(), 0);
 	return 0;
@@ -1160,6 +1326,8 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 		cpu = pick_idle_on_node(p, cpus, node, prev_cpu);
 		if (cpu >= 0) {
+			if (!direct_dispatch_safe(cpu))
+				return cpu;
 			run_on_idle_cpu(p, st, cpu);
 			stat_inc(ESN_STAT_IO_DIRECT);
 			return cpu;
@@ -1168,7 +1336,7 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	}
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle) {
+	if (is_idle && direct_dispatch_safe(cpu)) {
 		run_on_idle_cpu(p, st, cpu);
 		stat_inc(ESN_STAT_FAIR_DIRECT);
 	}
@@ -1201,7 +1369,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 		enqueue_io_node(p, st, enq_flags);
 		if ((enq_flags & SCX_ENQ_WAKEUP) || is_migration_disabled(p)) {
 			node = node_of_cpu(scx_bpf_task_cpu(p));
-			wait_on_node(p, st, node, enq_flags);
+			wait_on_node(p, st, node, enq_flags, true);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
 					   enq_flags);
 			stat_inc(ESN_STAT_PINNED);
@@ -1219,7 +1387,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		if (st)
 			st->io_enqueued_at = now;
-		queue_on_node(p, st, io_dsq(node), node, enq_flags);
+		queue_on_node(p, st, QUEUE_IO, node, enq_flags);
 		stat_inc(ESN_STAT_IO_QUEUED);
 		if (cpu >= 0)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -1228,7 +1396,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 
 fair:
 	node = node_of_cpu(scx_bpf_task_cpu(p));
-	queue_on_node(p, st, fair_dsq(node), node, enq_flags);
+	queue_on_node(p, st, QUEUE_FAIR, node, enq_flags);
 	stat_inc(ESN_STAT_FAIR_QUEUED);
 	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
@@ -1344,14 +1512,14 @@ static bool run_starving(s32 cpu, u32 node)
  * A CPU needs work: its node's queues first, then other nodes' fair queues
  * nearest first. Another node's I/O queue only when its head waited too
  * long: taking it earlier would undo the placement while the home node
- * keeps up. Queue lengths are read before any queue is locked, so a CPU
- * about to idle on a many-node machine does not lock every empty queue.
+ * keeps up. Every queue is first looked at in the scheduler's own counts
+ * (queued_count): a CPU about to idle makes no kfunc call for an empty one.
  */
 void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 node = node_of_cpu(cpu);
-	struct task_struct *io_head = queue_head(io_dsq(node));
-	struct task_struct *fair_head = queue_head(fair_dsq(node));
+	struct task_struct *io_head = queue_head(node, QUEUE_IO);
+	struct task_struct *fair_head = queue_head(node, QUEUE_FAIR);
 	u32 i;
 
 	if (run_starving(cpu, node))
@@ -1369,7 +1537,7 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 
 		if (other == ESN_NO_NODE)
 			break;
-		if (scx_bpf_dsq_nr_queued(fair_dsq(other)) &&
+		if (queue_may_hold(other, QUEUE_FAIR) &&
 		    scx_bpf_dsq_move_to_local(fair_dsq(other), 0)) {
 			stat_inc(ESN_STAT_FAIR_STOLEN);
 			return;
@@ -1442,14 +1610,16 @@ void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
 /*
  * Note whether this CPU now runs an I/O-bound task (preempt_for_io spares
  * those; written only when it changes, the array is shared by every CPU),
- * and when it started (io_preempt_after_ns), account how long the task
- * waited for a CPU (the controller's contention measure), start its run
- * clock, and advance its node's vtime clock.
+ * and when it started (io_preempt_after_ns), uncount the task from the
+ * queue it came out of (queued_count), account how long it waited for a
+ * CPU (the controller's contention measure), start its run clock, and
+ * advance its node's vtime clock.
  */
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
+	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
 	struct esn_sched_task *st = sched_task(p);
 	u8 io = st && (st->io_placed || st->io_bound);
 	u64 now = sched_now(), *run_start;
@@ -1460,8 +1630,11 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 		*run_start = now;
 	if (spared && *spared != io)
 		*spared = io;
+	if (lent && *lent)
+		*lent = 0;
 	if (!st)
 		return;
+	uncount_queued(st);
 	st->woke_node_set = false;
 	account_wait(st, cpu, now);
 	st->running_at = now;
@@ -1502,14 +1675,18 @@ void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
  * queue (direct dispatches at wake-up, preempt_for_io, pinned tasks) would
  * wait behind it however idle the other CPUs are: send them back through
  * enqueue, which queues them where any CPU of their node can take them, and
- * keep preempt_for_io away until sched_ext runs a task here again.
+ * keep preempt_for_io and select_cpu's direct dispatch away until sched_ext
+ * runs a task here again.
  */
 void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
+	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
 
 	if (spared)
 		*spared = 1;
+	if (lent)
+		*lent = 1;
 	scx_bpf_reenqueue_local();
 	stat_inc(ESN_STAT_CPU_RELEASED);
 }
@@ -1528,10 +1705,15 @@ void BPF_STRUCT_OPS(esn_enable, struct task_struct *p)
 
 /*
  * A task leaving sched_ext (a switch to SCHED_FIFO, say) frees its slot
- * now: ops.exit_task only runs when the task struct is freed.
+ * now: ops.exit_task only runs when the task struct is freed. The kernel
+ * took it out of any queue of ours first, so it is uncounted there too.
  */
 void BPF_STRUCT_OPS(esn_disable, struct task_struct *p)
 {
+	struct esn_sched_task *st = sched_task(p);
+
+	if (st)
+		uncount_queued(st);
 	release_task_placement(p);
 }
 
@@ -1632,13 +1814,18 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
  * failed to run was ordered behind the others (vtime far ahead) or simply
  * not reached.
  */
-static void dump_queue(const char *name, u64 dsq_id, u64 clock, u64 now)
+static void dump_queue(const char *name, u32 node, enum queue_kind kind,
+		       u64 clock, u64 now)
 {
+	u32 *counted = queued_count_of(node, kind);
+	u64 dsq_id = queue_dsq(node, kind);
 	struct task_struct *p;
 	u32 shown = 0;
 
-	scx_bpf_dump("  %s queue: %d waiting\n", name,
-		     scx_bpf_dsq_nr_queued(dsq_id));
+	/* A count below the kernel's would leave tasks no idle CPU looks for. */
+	scx_bpf_dump("  %s queue: %d waiting (counted %u%s)\n", name,
+		     scx_bpf_dsq_nr_queued(dsq_id), counted ? *counted : 0,
+		     queue_counts_off ? ", counts off" : "");
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {
 		struct esn_sched_task *st = sched_task(p);
 		u64 waited = 0;
@@ -1668,8 +1855,8 @@ void BPF_STRUCT_OPS(esn_dump, struct scx_dump_ctx *dctx)
 		u64 at = clock ? *clock : 0;
 
 		scx_bpf_dump("node %u: clock %lluus\n", node, at / 1000);
-		dump_queue("fair", fair_dsq(node), at, now);
-		dump_queue("I/O", io_dsq(node), at, now);
+		dump_queue("fair", node, QUEUE_FAIR, at, now);
+		dump_queue("I/O", node, QUEUE_IO, at, now);
 	}
 }
 

@@ -255,10 +255,13 @@ check "placed back to 0 on every node after the I/O" "$ok" "last interval: place
 
 errors=$(grep -ciE 'stall|panicked|runtime error|bpf error|scx_bpf_error' "$sched_err" || true)
 kernel=$(dmesg_sx_errors | wc -l)
+# The queue counts' safety net (check_queue_counts in bpf/esn.bpf.c): how
+# often a queue read longer than its count, over the whole soak.
+count_low=$(grep -oE ' queue_count_low=[0-9]+' "$sched_out" | awk -F= '{ s += $2 } END { print s + 0 }')
 ok=0
 [[ $errors == 0 && $kernel == 0 && $(sx_state) == enabled && $(sx_ops) == esn* ]] && ok=1
 check "no stall, no BPF error, still enabled" "$ok" \
-	"scx_esn log: $errors error line(s); dmesg: $kernel; state $(sx_state), ops $(sx_ops)"
+	"scx_esn log: $errors error line(s); dmesg: $kernel; state $(sx_state), ops $(sx_ops); queue_count_low $count_low"
 ((kernel)) && dmesg_sx_errors | sed 's/^/    /'
 
 stop_with_sigint "$sched_pid" 30

@@ -61,6 +61,8 @@ stats! {
     RunNsIoprioBe = "run_ns_ioprio_be",
     RunNsIoprioIdle = "run_ns_ioprio_idle",
     StarvedRun = "starved_run",
+    QueueCountLow = "queue_count_low",
+    LentSkipped = "lent_skipped",
 }
 
 impl Stat {
