@@ -1283,16 +1283,19 @@ static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 	u64 now = io_clock_ns();
 
 	/* Peeking a queue walks a DSQ iterator on kernels without
-	 * scx_bpf_dsq_peek(), and since 6.16 the verifier checks this
-	 * callback as part of sleepable ops.init, where an iterator needs
-	 * an explicit RCU read section. */
+	 * scx_bpf_dsq_peek(), and a node's cpumask (a kptr) is passed to
+	 * scx_bpf_pick_idle_cpu(); the verifier checks this callback as part
+	 * of sleepable ops.init (since 6.16, and on 6.12), where both need an
+	 * explicit RCU read section. */
 	bpf_rcu_read_lock();
 	rescue_starving_io();
 	bpf_rcu_read_unlock();
 	if (now - last_sweep_ns >= SWEEP_INTERVAL_NS) {
 		last_sweep_ns = now;
 		bpf_for_each_map_elem(&placements, sweep_one, &now, 0);
+		bpf_rcu_read_lock();
 		check_queue_counts();
+		bpf_rcu_read_unlock();
 	}
 	bpf_timer_start(timer, timer_interval_ns(), 0);
 	return 0;
