@@ -227,7 +227,13 @@ struct {
 struct esn_sched_task {
 	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
 	u64 io_enqueued_at;
-	u64 runnable_at; /* became runnable (woke or was preempted); 0: running */
+	/*
+	 * Became runnable: set at a wake-up by select_cpu, by stopping when
+	 * preempted, else by enqueue when 0. 0 while it runs or sleeps, and
+	 * after disable. No ops.runnable for it: a callback per wake-up, in a
+	 * VM tens of microseconds per I/O, for one clock read.
+	 */
+	u64 runnable_at;
 	u64 running_at;	 /* started its current run */
 	bool io_placed;	 /* placed at its last wake-up or enqueue */
 	bool io_bound;	 /* I/O-bound then, placed or not (it found no slot) */
@@ -673,6 +679,12 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 	u32 tid = p->pid;
 	u8 home, node;
 
+	/* A kernel thread is never placed (io_bound_home): no lookups. */
+	if (p->flags & PF_KTHREAD) {
+		if (st)
+			st->io_bound = false;
+		return ESN_NO_NODE;
+	}
 	if (st) {
 		if (last_check_stands(p, st, gen, now_jiffies))
 			return st->checked_node;
@@ -1193,6 +1205,19 @@ static long sweep_one(struct bpf_map *map, u32 *tid, struct esn_placement *pl,
 	return 0;
 }
 
+/* Wake an idle CPU of @node, if it has one; whether one was kicked. The
+ * timer's callers hold an RCU read section for the node's cpumask. */
+static bool kick_idle_cpu_of(u32 node)
+{
+	const struct cpumask *cpus = node_cpumask(node);
+	s32 cpu = cpus ? scx_bpf_pick_idle_cpu(cpus, 0) : -1;
+
+	if (cpu < 0)
+		return false;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
+}
+
 /*
  * The steal delay needs someone to notice it expired: a CPU only looks at
  * other nodes' I/O queues when it dispatches, and an idle CPU does not
@@ -1208,17 +1233,10 @@ static void rescue_starving_io(void)
 			continue;
 		bpf_for(i, 0, nr_nodes) {
 			u8 other = nth_neighbour(node, i);
-			const struct cpumask *cpus;
-			s32 cpu;
 
 			if (other == ESN_NO_NODE)
 				break;
-			cpus = node_cpumask(other);
-			if (!cpus)
-				continue;
-			cpu = scx_bpf_pick_idle_cpu(cpus, 0);
-			if (cpu >= 0) {
-				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			if (kick_idle_cpu_of(other)) {
 				stat_inc(ESN_STAT_IO_RESCUE);
 				break;
 			}
@@ -1258,8 +1276,7 @@ static void check_queue_counts(void)
 	bpf_for(node, 0, nr_nodes) {
 		bpf_for(kind, 0, NR_QUEUE_KINDS) {
 			u32 *cnt = queued_count_of(node, kind), before, after;
-			const struct cpumask *cpus;
-			s32 len, cpu;
+			s32 len;
 
 			if (!cnt)
 				break;
@@ -1269,10 +1286,7 @@ static void check_queue_counts(void)
 			if (len <= (s32)before || len <= (s32)after)
 				continue;
 			stat_inc(ESN_STAT_QUEUE_COUNT_LOW);
-			cpus = node_cpumask(node);
-			cpu = cpus ? scx_bpf_pick_idle_cpu(cpus, 0) : -1;
-			if (cpu >= 0)
-				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			kick_idle_cpu_of(node);
 		}
 	}
 }
@@ -1323,6 +1337,7 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (st) {
 		st->woke_node = node;
 		st->woke_node_set = true;
+		st->runnable_at = sched_now();
 	}
 	if (node != ESN_NO_NODE) {
 		const struct cpumask *cpus = task_node_cpus(p, st, node);
@@ -1358,6 +1373,11 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 now;
 	u8 node;
 	s32 cpu;
+
+	/* A wake-up without select_cpu (one allowed CPU), or a task joining
+	 * sched_ext: its wait starts here (see runnable_at). */
+	if (st && !st->runnable_at)
+		st->runnable_at = sched_now();
 
 	/*
 	 * One CPU is all it may use. Its placement is still brought up to
@@ -1599,18 +1619,6 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu,
 }
 
 /*
- * A task became runnable (woke up): start its wait clock. Preempted tasks
- * stay runnable and restart it in esn_stopping.
- */
-void BPF_STRUCT_OPS(esn_runnable, struct task_struct *p, u64 enq_flags)
-{
-	struct esn_sched_task *st = sched_task(p);
-
-	if (st)
-		st->runnable_at = sched_now();
-}
-
-/*
  * Note whether this CPU now runs an I/O-bound task (preempt_for_io spares
  * those; written only when it changes, the array is shared by every CPU),
  * and when it started (io_preempt_after_ns), uncount the task from the
@@ -1715,8 +1723,10 @@ void BPF_STRUCT_OPS(esn_disable, struct task_struct *p)
 {
 	struct esn_sched_task *st = sched_task(p);
 
-	if (st)
+	if (st) {
 		uncount_queued(st);
+		st->runnable_at = 0;
+	}
 	release_task_placement(p);
 }
 
@@ -1873,7 +1883,6 @@ SCX_OPS_DEFINE(esn_ops,
 	       .select_cpu = (void *)esn_select_cpu,
 	       .enqueue = (void *)esn_enqueue,
 	       .dispatch = (void *)esn_dispatch,
-	       .runnable = (void *)esn_runnable,
 	       .running = (void *)esn_running,
 	       .stopping = (void *)esn_stopping,
 	       .cpu_release = (void *)esn_cpu_release,

@@ -269,8 +269,7 @@ if runs R; then
 		awk -v p="$RT_MAX_MS" -v lim="$rt_max_ms" 'BEGIN { exit !(p >= 0 && p <= lim) }' || over=$((over + 1))
 	done
 	# Wake-ups select_cpu kept off the lent CPU (direct_dispatch_safe).
-	lent=$(tail -n +"$((stats_from + 1))" "$sched_out" | grep -oE ' lent_skipped=[0-9]+' |
-		awk -F= '{ s += $2 } END { print s + 0 }')
+	lent=$(tail -n +"$((stats_from + 1))" "$sched_out" | stats_sum lent_skipped)
 	check "R fio beside an RT spinner: max clat <= ${rt_max_ms} ms in all $rt_repeats runs" "$((over == 0))" \
 		"scx_esn max per run ${maxes[*]} ms ($over over; last p99.9 $RT_P999_MS, $RT_IOPS IOPS; lent_skipped $lent); EEVDF max $ref_max ms (p99.9 $ref_p999, $ref_iops IOPS)"
 fi

@@ -536,6 +536,12 @@ run_pinned_then_free() {
 	wait "$p"
 }
 
+# stats_sum NAME [FILE]: the sum of counter NAME over scx_esn's --stats
+# lines in FILE (stdin without one); 0 when it never appears.
+stats_sum() {
+	grep -oE " $1=[0-9]+" "${2:--}" | awk -F= '{ s += $2 } END { print s + 0 }'
+}
+
 fio_iops() { # the read IOPS of the last fio run in commands.log
 	grep -o 'read: IOPS=[^,]*' "$ESN_WORK/commands.log" | tail -n1 | cut -d= -f2
 }

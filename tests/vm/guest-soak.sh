@@ -257,7 +257,7 @@ errors=$(grep -ciE 'stall|panicked|runtime error|bpf error|scx_bpf_error' "$sche
 kernel=$(dmesg_sx_errors | wc -l)
 # The queue counts' safety net (check_queue_counts in bpf/esn.bpf.c): how
 # often a queue read longer than its count, over the whole soak.
-count_low=$(grep -oE ' queue_count_low=[0-9]+' "$sched_out" | awk -F= '{ s += $2 } END { print s + 0 }')
+count_low=$(stats_sum queue_count_low "$sched_out")
 ok=0
 [[ $errors == 0 && $kernel == 0 && $(sx_state) == enabled && $(sx_ops) == esn* ]] && ok=1
 check "no stall, no BPF error, still enabled" "$ok" \
