@@ -147,7 +147,8 @@ def kernel_events():
 
 # ------------------------------------------------------------------ referee --
 class BioReferee:
-    """One bpftrace for the whole boot: cumulative bios per (dev, node).
+    """One bpftrace for the whole boot: cumulative bios per (dev, node), and
+    task migrations per (from CPU, to CPU).
 
     Its output is read incrementally: a snapshot is taken at both ends of every
     point's window, while the load runs, and re-reading a file that grows by a
@@ -160,7 +161,8 @@ class BioReferee:
             ["bpftrace", "-B", "line", BT_SCRIPT], stdout=open(self.path, "w"),
             stderr=subprocess.STDOUT)
         self._out = open(self.path)
-        self._partial, self._cur, self._last, self._ticks = "", {}, {}, 0
+        self._partial, self._ticks = "", 0
+        self._cur, self._last = {"bios": {}, "migr": {}}, {"bios": {}, "migr": {}}
         deadline = time.time() + 180
         while self.ticks() < 1:
             if self.proc.poll() is not None or time.time() > deadline:
@@ -172,16 +174,17 @@ class BioReferee:
         lines = (self._partial + self._out.read()).split("\n")
         self._partial = lines.pop()  # not terminated yet: read again next time
         for line in lines:
-            m = re.match(r"@bios\[(\d+), (\d+)\]: (\d+)", line)
+            m = re.match(r"@(bios|migr)\[(\d+), (\d+)\]: (\d+)", line)
             if m:
-                self._cur[(int(m.group(1)), int(m.group(2)))] = int(m.group(3))
+                self._cur[m.group(1)][(int(m.group(2)), int(m.group(3)))] = int(m.group(4))
             elif line.startswith("ESN_TICK "):
-                self._last, self._cur = self._cur, {}
+                self._last, self._cur = self._cur, {"bios": {}, "migr": {}}
                 self._ticks += 1
         return self._ticks
 
     def snapshot(self):
-        """The counts at the next tick from now (bpftrace prints each second)."""
+        """The counts at the next tick from now (bpftrace prints each second):
+        {"bios": {(dev, node): n}, "migr": {(from_cpu, to_cpu): n}}."""
         n = self.ticks()
         deadline = time.time() + 10
         while self.ticks() < n + 1 and time.time() < deadline:
@@ -394,6 +397,19 @@ def hog_command(ncpus, secs):
             "--temp-path", WORK]
 
 
+def migrations(migr0, migr1, nodes):
+    """Task migrations between two referee snapshots: all, and those whose
+    two CPUs are on different nodes."""
+    node_of = {c: n["id"] for n in nodes for c in n["cpus"]}
+    moved = across = 0
+    for (src, dst), cnt in migr1.items():
+        delta = cnt - migr0.get((src, dst), 0)
+        moved += delta
+        if node_of.get(src) != node_of.get(dst):
+            across += delta
+    return moved, across
+
+
 def window_figures(before, after, nodes, devices, bios0, bios1):
     """CPU and locality figures over one window of a point."""
     busy = sum(after[c][0] - before[c][0] for c in after if c in before)
@@ -497,7 +513,7 @@ def run_point(load, sched_name, ctx):
             procs["probe"] = subprocess.Popen(probe_command(runtime),
                                               stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True)
-        bios0 = ctx["referee"].snapshot()
+        ref0 = ctx["referee"].snapshot()
         stat0, bpf0, events0 = cpu_times(), sched_bpf_costs(sched), kernel_events()
         if bpf0 is not None and BPF_SAMPLE_MS > 0:
             sampler = IntervalSampler(sched.proc.pid, BPF_SAMPLE_MS / 1000).start()
@@ -523,13 +539,14 @@ def run_point(load, sched_name, ctx):
             # The scheduler's own userspace, in % of one CPU over the window.
             point["sched_cpu_pct"] = 100.0 * (own1 - own0) / os.sysconf("SC_CLK_TCK") \
                 / point["window_s"]
-        bios1 = ctx["referee"].snapshot()
+        ref1 = ctx["referee"].snapshot()
         if bpf0 is not None and bpf1 is not None:
             # {program: [run_time_ns, runs]} over the window (kernel.bpf_stats).
             point["bpf"] = cost_delta(bpf0, bpf1)
         if not sched.alive():
             raise RuntimeError(f"{sched_name} died during the point: {open(sched.out).read()[-300:]}")
-        win = window_figures(stat0, stat1, ctx["nodes"], ctx["devices"], bios0, bios1)
+        win = window_figures(stat0, stat1, ctx["nodes"], ctx["devices"], ref0["bios"],
+                             ref1["bios"])
         point["node_busy_pct"] = win["node_busy_pct"]
         point["idle_nodes_busy_pct"] = win["idle_nodes_busy_pct"]
         if "fio" in procs:
@@ -540,6 +557,9 @@ def run_point(load, sched_name, ctx):
                 point["cpu_per_io_us"] = 1e6 * win["busy_cpu_s"] / point["ios"]
                 for name in events1:
                     point[f"{name}_per_io"] = (events1[name] - events0[name]) / point["ios"]
+                moved, across = migrations(ref0["migr"], ref1["migr"], ctx["nodes"])
+                point["migr_per_io"] = moved / point["ios"]
+                point["xnode_migr_per_io"] = across / point["ios"]
         energy_figures(meter, point)
         if "hog" in procs:
             point["cpu_ops_per_s"] = parse_stress_ng(outputs["hog"])

@@ -106,11 +106,16 @@ FIGURES = {
     "call_ipi_per_io": Figure("call IPIs/IO", -1, "x"),
     "timer_irq_per_io": Figure("timer IRQs/IO", -1, "x"),
     "dev_irq_per_io": Figure("device IRQs/IO", -1, "x"),
+    # Task migrations over the window per fio I/O (the referee's
+    # sched_migrate_task count): all, and between nodes.
+    "migr_per_io": Figure("migrations/IO", -1, "x"),
+    "xnode_migr_per_io": Figure("cross-node migrations/IO", -1, "x"),
 }
 
 # Machine-wide kernel events per I/O: two tables under every I/O load kind.
 EVENT_GROUPS = [["ctxt_per_io", "resched_ipi_per_io", "call_ipi_per_io"],
-                ["timer_irq_per_io", "dev_irq_per_io"]]
+                ["timer_irq_per_io", "dev_irq_per_io"],
+                ["migr_per_io", "xnode_migr_per_io"]]
 
 # The tables of "All figures" per load kind, split so that none passes seven
 # columns (each figure takes two: its value and its ratio to EEVDF).
@@ -1032,6 +1037,9 @@ def synthetic_figures(rng, penalty, rep, load, sched):
                 p["sched_cpu_pct"] = 2.5
             # Kernel events per I/O (kernel_events), recorded by newer runs only.
             p["ctxt_per_io"] = 2.0 if sched == BASELINE else 1.5
+            # Migrations per I/O (the referee's), newer runs only as well.
+            p["migr_per_io"] = 0.40 if sched == BASELINE else 0.10
+            p["xnode_migr_per_io"] = 0.20 if sched == BASELINE else 0.01
     if kind in ("hog-io", "cpu"):
         p["cpu_ops_per_s"] = 5000 * gain
         p["idle_nodes_busy_pct"] = min(100.0, 95 * gain)
@@ -1161,6 +1169,9 @@ def selftest_checks(outdir, md, plot_dir, written):
            "the kernel events' table: esn's 1.50 switches per I/O, 0.75x EEVDF's 2.00 (io-8)")
     expect("switches/IO" not in md_part(text, "#### io-4 (4 fio jobs per device)"),
            "no events table where no point has them (io-4)")
+    expect(re.search(r"^\| esn \| 0\.10 \| 0\.25x \| 0\.01 \| 0\.05x \|", io8, re.M),
+           "the migrations' table: esn's 0.10 per I/O (0.25x EEVDF's) and 0.01 across nodes "
+           "(0.05x) (io-8)")
     pngs = [f"{stem}-{p}.png" for stem in ("iops-vs-jobs", "p99-vs-jobs", "locality-vs-jobs")
             for p in ("off", "2.0")] + ["threshold-learned-vs-oracle.png"]
     for png in pngs:
