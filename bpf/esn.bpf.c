@@ -588,21 +588,19 @@ static u8 choose_node(struct task_struct *p, u8 home)
 }
 
 /*
- * Home node of @p if it is I/O-bound now, else ESN_NO_NODE. Hysteresis: a
- * task becomes I/O-bound at io_min_score but, once placed (@pl), stays so
- * down to a quarter of it. A placed task that stalls for a few half-lives
+ * Home node of the task whose I/O record is @io if it is I/O-bound now, else
+ * ESN_NO_NODE. Hysteresis: a task becomes I/O-bound at io_min_score but,
+ * once placed (@pl), stays so down to a quarter of it. A placed task that stalls for a few half-lives
  * (CPU contention, a slow device) would otherwise lose its slot, a spilled
  * task would take it, and the two would swap nodes over and over. Kernel
- * threads (writeback, journal) are left to the fair path: they serve
- * everyone.
+ * threads never get here (task_target_node).
  */
-static u8 io_bound_home(struct task_struct *p, struct esn_task_io *io,
-			const struct esn_placement *pl)
+static u8 io_bound_home(struct esn_task_io *io, const struct esn_placement *pl)
 {
 	u64 bar = pl ? io_min_score / 4 : io_min_score;
 	u8 home;
 
-	if (!io || (p->flags & PF_KTHREAD))
+	if (!io)
 		return ESN_NO_NODE;
 	if (io_score_now(io, io_clock_ns()) < (bar ? bar : 1))
 		return ESN_NO_NODE;
@@ -679,7 +677,8 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 	u32 tid = p->pid;
 	u8 home, node;
 
-	/* A kernel thread is never placed (io_bound_home): no lookups. */
+	/* Kernel threads (writeback, journal) are left to the fair path: they
+	 * serve everyone. Asked first, so they pay no lookups. */
 	if (p->flags & PF_KTHREAD) {
 		if (st)
 			st->io_bound = false;
@@ -693,7 +692,7 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 	io = task_io_of(p);
 	if (!st || st->io_placed)
 		pl = bpf_map_lookup_elem(&placements, &tid);
-	home = io_bound_home(p, io, pl);
+	home = io_bound_home(io, pl);
 	if (st)
 		st->io_bound = home != ESN_NO_NODE;
 	if (pl) {
