@@ -245,11 +245,14 @@ class Run:
     def summary(self, penalty, load, sched, fig):
         return spread(self.values(penalty, load, sched, fig).values())
 
-    def ratio(self, penalty, load, num, den, fig):
-        """Per-repeat num/den, paired within the same repeat of the same boot."""
+    def paired_ratios(self, penalty, load, num, den, fig):
+        """{rep: num/den}, paired within the same repeat of the same boot."""
         a = self.values(penalty, load, num, fig)
         b = self.values(penalty, load, den, fig)
-        return spread(a[r] / b[r] for r in sorted(a) if b.get(r))
+        return {r: a[r] / b[r] for r in sorted(a) if b.get(r)}
+
+    def ratio(self, penalty, load, num, den, fig):
+        return spread(self.paired_ratios(penalty, load, num, den, fig).values())
 
     def loads_at(self, penalty, kinds=None):
         return [ld for ld in self.loads
@@ -543,13 +546,12 @@ def baseline_locality(run, penalty, loads):
     of few repeats reads as the scheduler's doing when it is EEVDF's luck."""
     parts = []
     for ld in loads:
-        mine = run.values(penalty, ld, LEARNED, "iops")
-        base = run.values(penalty, ld, BASELINE, "iops")
+        ratios = run.paired_ratios(penalty, ld, LEARNED, BASELINE, "iops")
         local = run.values(penalty, ld, BASELINE, "local_share_pct")
-        reps = [r for r in sorted(mine) if base.get(r) and r in local]
+        reps = [r for r in ratios if r in local]
         if reps:
             parts.append(f"{ld}: " + ", ".join(
-                f"{mine[r] / base[r]:.2f}x ({local[r]:.0f} %)" for r in reps))
+                f"{ratios[r]:.2f}x ({local[r]:.0f} %)" for r in reps))
     if not parts:
         return []
     return ["Per repeat, scx_esn's IOPS ÷ EEVDF's, with the share of EEVDF's own bios "
