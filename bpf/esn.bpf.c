@@ -590,10 +590,11 @@ static u8 choose_node(struct task_struct *p, u8 home)
 /*
  * Home node of the task whose I/O record is @io if it is I/O-bound now, else
  * ESN_NO_NODE. Hysteresis: a task becomes I/O-bound at io_min_score but,
- * once placed (@pl), stays so down to a quarter of it. A placed task that stalls for a few half-lives
- * (CPU contention, a slow device) would otherwise lose its slot, a spilled
- * task would take it, and the two would swap nodes over and over. Kernel
- * threads never get here (task_target_node).
+ * once placed (@pl), stays so down to a quarter of it. A placed task that
+ * stalls for a few half-lives (CPU contention, a slow device) would
+ * otherwise lose its slot, a spilled task would take it, and the two would
+ * swap nodes over and over. Kernel threads never get here
+ * (task_target_node).
  */
 static u8 io_bound_home(struct esn_task_io *io, const struct esn_placement *pl)
 {
