@@ -52,14 +52,8 @@ UEI_DEFINE(uei);
  * Tunables, set by userspace before load.
  */
 
-/*
- * Time slice of every task. A wake-up that finds every CPU busy waits for a
- * slice to end (it expires at the first tick past it: 4 ms ticks at HZ=250).
- * At 5 ms a shell forking /bin/true beside two CPU hogs got 4.6 of 20 CPU
- * seconds in the 1-node VM (EEVDF: 5.8-6.1) and cyclictest's wake-up latency
- * was 6.3-7.4 ms (EEVDF 2.7); at 1 ms, 5.4-5.5 s and 2.8-3.2 ms.
- */
-const volatile u64 slice_ns = 1000ULL * 1000;
+/* Time slice of every task. */
+const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 
 /*
  * Decayed I/O score at which a task counts as I/O-bound. With the default

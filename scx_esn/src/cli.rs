@@ -447,10 +447,8 @@ pub struct SchedOpts {
     #[command(flatten)]
     pub energy: EnergyArgs,
 
-    /// Time slice in microseconds: how long a task runs before a waiting one
-    /// may take its CPU (at the next timer tick). Longer slices cost waking
-    /// tasks latency whenever every CPU is busy.
-    #[arg(long, default_value_t = 1000, value_name = "US",
+    /// Time slice in microseconds.
+    #[arg(long, default_value_t = 5000, value_name = "US",
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub slice_us: u64,
 
@@ -824,7 +822,7 @@ mod tests {
     fn defaults_and_subcommand() {
         let opts = parse_from(["scx_esn", "--threshold", "2", "--stats", "1"]).unwrap();
         assert_eq!(opts.sched.threshold, Some(2));
-        assert_eq!(opts.sched.slice_us, 1000);
+        assert_eq!(opts.sched.slice_us, 5000);
         assert_eq!(opts.sched.io_preempt_after_us, 1000);
         assert!(opts.command.is_none());
         let opts = parse_from(["scx_esn", "topology", "--json"]).unwrap();
