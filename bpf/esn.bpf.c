@@ -150,6 +150,41 @@ u8 cpu_spared[ESN_MAX_CPUS];
 u8 cpu_lent[ESN_MAX_CPUS];
 
 /*
+ * When an RT or deadline task last took or held each CPU (0: never), by
+ * ops.cpu_release and by the timer's sample (note_rt_held_cpus). Such a
+ * task takes the CPU back from the idle task at the end of its throttling
+ * window without a cpu_release, so cpu_lent, cleared by whatever ran in
+ * the window, cannot tell that the CPU is about to go
+ * (direct_dispatch_safe). Written rarely: at a cpu_release, and once a
+ * timer interval for a CPU a higher class holds.
+ */
+u64 cpu_rt_took_at[ESN_MAX_CPUS];
+
+/*
+ * How long after an RT or deadline task took a CPU it is no target for a
+ * direct dispatch: longer than the RT bandwidth period (1 s by default,
+ * sched_rt_period_us, and the deadline servers' period), so a task that
+ * holds the CPU through its throttling windows keeps it marked.
+ */
+#define RT_RECENT_NS (2ULL * 1000 * 1000 * 1000)
+
+/*
+ * The share of each CPU's time a higher class holds, as the timer samples it
+ * (note_rt_held_cpus: a moving average over ~8 samples, RT_LOAD_ONE = all
+ * of it). A CPU an RT task holds most of the time (cpu_rt_hogged) runs
+ * sched_ext tasks only in the gaps its throttling leaves, about 50 ms a
+ * second, and an I/O request submitted there in such a gap most likely
+ * completes through that CPU's softirq or kblockd worker, which then waits
+ * out the RT task's next second (fio's max latency 963-970 ms beside an RT
+ * spinner in 4 of 64 VM fairness R runs, while bpftrace saw ksoftirqd/3 and
+ * kworker/3:0H wait 418-956 ms, and no fio thread wait over 200 ms to run).
+ * Placed tasks keep off such a CPU while their node has another.
+ */
+#define RT_LOAD_ONE 1024
+#define RT_LOAD_HOGGED (RT_LOAD_ONE / 2)
+u32 cpu_rt_load[ESN_MAX_CPUS];
+
+/*
  * When the task on each CPU started running (ops.running), for
  * io_preempt_after_ns. Per CPU: it is written at every context switch, and
  * a shared array would bounce its cache line between the CPUs.
@@ -993,20 +1028,52 @@ static void queue_on_node(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
- * May a wake-up go straight onto idle @cpu's local queue? Not while @cpu is
- * lent (cpu_lent): the insert lands later, under that CPU's lock, and an
- * RT task back from its throttling window in between has already had
- * cpu_release empty the queue, so the task would wait out the RT task's
- * next second (fio's max latency 968 ms beside an RT spinner, VM fairness
- * test R, one run in eleven). Such a wake-up is queued by enqueue instead,
- * where a CPU that takes it does so under its own lock, and @cpu is kicked
- * to look (select_cpu cleared its idle bit).
+ * Does an RT or deadline task (or the stop class) hold @cpu now? cpu_spared
+ * alone can be stale for such a CPU: cpu_release runs only when sched_ext
+ * hands the CPU to a higher class, not when the RT task takes it back from
+ * the idle task after RT throttling's window, in which a fair task may have
+ * run there and had ops.running clear the flag. A task put on that CPU's
+ * local queue would wait out the RT task (fio's max latency of 960 ms beside
+ * an RT spinner, VM fairness test R).
+ */
+static bool cpu_held_by_higher_class(s32 cpu)
+{
+	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
+
+	return curr && curr->prio < MAX_RT_PRIO;
+}
+
+/* Does a higher class hold @cpu most of the time (see cpu_rt_load)? */
+static bool cpu_rt_hogged(s32 cpu)
+{
+	u32 *load = MEMBER_VPTR(cpu_rt_load, [cpu]);
+
+	return load && *load > RT_LOAD_HOGGED;
+}
+
+/*
+ * May a wake-up go straight onto idle @cpu's local queue? The insert lands
+ * later, under that CPU's lock, and a task in a local queue that an RT task
+ * then takes waits until the RT task yields or is throttled: about 950 ms
+ * beside an RT spinner (fio's max latency 968 ms in one VM fairness R run
+ * of eleven before cpu_lent). So not while @cpu is lent (cpu_release has
+ * already emptied the queue once, and will not again), not while a higher
+ * class holds it now, and not within RT_RECENT_NS of an RT or deadline task
+ * taking or holding it (cpu_rt_took_at): at the end of its throttling
+ * window such a task takes the CPU back from the idle task, which calls no
+ * cpu_release. Such a wake-up is queued by enqueue instead, where a CPU
+ * that takes it does so under its own lock, and @cpu is kicked to look
+ * (select_cpu cleared its idle bit).
  */
 static __always_inline bool direct_dispatch_safe(s32 cpu)
 {
 	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
+	u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
 
-	if (!lent || !*lent)
+	if (lent && !*lent && rt_took_at &&
+	    (!*rt_took_at ||
+	     (s64)(sched_now() - *rt_took_at) >= (s64)RT_RECENT_NS) &&
+	    !cpu_held_by_higher_class(cpu))
 		return true;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_inc(ESN_STAT_LENT_SKIPPED);
@@ -1035,33 +1102,27 @@ static __always_inline s32 pick_idle_in(const struct cpumask *cpus)
 	return scx_bpf_pick_idle_cpu(cpus, 0);
 }
 
-/* Idle CPU of @node that @p may use (@cpus: task_node_cpus()), preferring
- * @prev_cpu; -1 if none. */
+/*
+ * Idle CPU of @node that @p may use (@cpus: task_node_cpus()), preferring
+ * @prev_cpu, and passing over one a higher class hogs (cpu_rt_load) once:
+ * the kick puts back the idle bit the pick cleared, and a second such CPU
+ * on the node is taken rather than none. -1 if none.
+ */
 static s32 pick_idle_on_node(struct task_struct *p, const struct cpumask *cpus,
 			     u32 node, s32 prev_cpu)
 {
+	s32 cpu;
+
 	if (!cpus)
 		return -1;
-	if (task_may_use_cpu(p, prev_cpu, node) &&
+	if (task_may_use_cpu(p, prev_cpu, node) && !cpu_rt_hogged(prev_cpu) &&
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu))
 		return prev_cpu;
+	cpu = pick_idle_in(cpus);
+	if (cpu < 0 || !cpu_rt_hogged(cpu))
+		return cpu;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	return pick_idle_in(cpus);
-}
-
-/*
- * Does an RT or deadline task (or the stop class) hold @cpu now? cpu_spared
- * alone can be stale for such a CPU: cpu_release runs only when sched_ext
- * hands the CPU to a higher class, not when the RT task takes it back from
- * the idle task after RT throttling's window, in which a fair task may have
- * run there and had ops.running clear the flag. A task put on that CPU's
- * local queue would wait out the RT task (fio's max latency of 960 ms beside
- * an RT spinner, VM fairness test R).
- */
-static bool cpu_held_by_higher_class(s32 cpu)
-{
-	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
-
-	return curr && curr->prio < MAX_RT_PRIO;
 }
 
 /* Can @cpu be preempted for a placed task (see cpu_spared)? */
@@ -1070,7 +1131,7 @@ static bool cpu_preemptible_for_io(s32 cpu)
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 
 	return spared && !*spared && cpu < cpu_ids_nr &&
-	       !cpu_held_by_higher_class(cpu);
+	       !cpu_held_by_higher_class(cpu) && !cpu_rt_hogged(cpu);
 }
 
 /*
@@ -1244,6 +1305,35 @@ static void rescue_starving_io(void)
 	}
 }
 
+/*
+ * Stamp the CPUs an RT or deadline task holds now (cpu_rt_took_at). Such a
+ * task takes a CPU from the idle task without a cpu_release, and one that
+ * keeps its CPU for seconds does so after every throttling window in which
+ * the CPU went idle: cpu_release alone can leave the stamp seconds old. A
+ * hold long enough to strand a task in a local queue is long enough for
+ * this sample, every timer interval, to see.
+ */
+static void note_rt_held_cpus(void)
+{
+	u64 now = sched_now() ?: 1;
+	u32 cpu;
+
+	bpf_for(cpu, 0, cpu_ids_nr) {
+		u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
+		u32 *load = MEMBER_VPTR(cpu_rt_load, [cpu]);
+		bool held = cpu_held_by_higher_class(cpu);
+		u32 next;
+
+		if (!rt_took_at || !load)
+			continue;
+		if (held)
+			*rt_took_at = now;
+		next = *load - *load / 8 + (held ? RT_LOAD_ONE / 8 : 0);
+		if (next != *load)
+			*load = next;
+	}
+}
+
 /* How often the timer runs: often enough that a starving queue is noticed
  * within half a steal delay, never more often than every millisecond. */
 static __always_inline u64 timer_interval_ns(void)
@@ -1303,6 +1393,7 @@ static int timer_fire(void *map, int *key, struct bpf_timer *timer)
 	 * explicit RCU read section. */
 	bpf_rcu_read_lock();
 	rescue_starving_io();
+	note_rt_held_cpus();
 	bpf_rcu_read_unlock();
 	if (now - last_sweep_ns >= SWEEP_INTERVAL_NS) {
 		last_sweep_ns = now;
@@ -1547,6 +1638,10 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (run_starving(cpu, node))
 		return;
+	/* Placed tasks keep off a CPU a higher class hogs (cpu_rt_load),
+	 * unless their queue starves. */
+	if (io_head && cpu_rt_hogged(cpu) && !io_queue_starving(node))
+		io_head = NULL;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    prev_keeps_cpu(prev, io_head, fair_head)) {
 		scx_bpf_task_set_slice(prev, slice_ns);
@@ -1698,10 +1793,15 @@ void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
 
+	u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
+
 	if (spared)
 		*spared = 1;
 	if (lent)
 		*lent = 1;
+	if (rt_took_at && (args->reason == SCX_CPU_PREEMPT_RT ||
+			   args->reason == SCX_CPU_PREEMPT_DL))
+		*rt_took_at = sched_now() ?: 1;
 	scx_bpf_reenqueue_local();
 	stat_inc(ESN_STAT_CPU_RELEASED);
 }

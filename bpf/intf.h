@@ -93,7 +93,8 @@ enum esn_stat {
 	ESN_STAT_RUN_NS_IOPRIO_IDLE,
 	ESN_STAT_STARVED_RUN,	/* waited past STARVE_AFTER_NS: run out of order */
 	ESN_STAT_QUEUE_COUNT_LOW, /* a queue held more than its count said */
-	ESN_STAT_LENT_SKIPPED,	/* a wake-up queued, not put on a CPU lent to RT */
+	ESN_STAT_LENT_SKIPPED,	/* a wake-up queued, not put on an idle CPU
+				 * RT holds, is lent to, or took lately */
 	ESN_NR_STATS,
 };
 

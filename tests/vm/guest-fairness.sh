@@ -21,7 +21,12 @@
 #      the CPU go, about 950 ms (scx_esn before ops.cpu_release and
 #      cpu_spared: max 952 ms, while its p99.9 stayed at 16 ms; before
 #      select_cpu stopped direct dispatches to a CPU lent to RT, cpu_lent:
-#      968 ms in one run of eleven); EEVDF's max here is 47-63 ms.
+#      968 ms in one run of eleven; then 963-970 ms in one CI run of three
+#      and 4 of 64 runs here, with no fio thread waiting over 200 ms to
+#      run but CPU 3's ksoftirqd and kblockd worker waiting 418-956 ms:
+#      fio's requests submitted on CPU 3 in the RT task's throttling gaps,
+#      before placed tasks kept off a CPU RT hogs, cpu_rt_load); EEVDF's
+#      max here is 47-251 ms.
 #   S. a placed task switched to SCHED_FIFO frees its slot at once: fio 2 jobs
 #      fill node 1's two slots, one of them is made SCHED_FIFO (it leaves
 #      sched_ext, still doing I/O), then a third fio job starts: >= 90 % of its
