@@ -178,7 +178,8 @@ u64 cpu_rt_took_at[ESN_MAX_CPUS];
  * out the RT task's next second (fio's max latency 963-970 ms beside an RT
  * spinner in 4 of 64 VM fairness R runs, while bpftrace saw ksoftirqd/3 and
  * kworker/3:0H wait 418-956 ms, and no fio thread wait over 200 ms to run).
- * Placed tasks keep off such a CPU while their node has another.
+ * Placed tasks keep off such a CPU; where every CPU of their node is one,
+ * they wait for the steal delay (io_queue_starving) and are then run.
  */
 #define RT_LOAD_ONE 1024
 #define RT_LOAD_HOGGED (RT_LOAD_ONE / 2)
