@@ -1052,6 +1052,17 @@ static bool cpu_rt_hogged(s32 cpu)
 	return load && *load > RT_LOAD_HOGGED;
 }
 
+/* Did an RT or deadline task take or hold @cpu within RT_RECENT_NS (see
+ * cpu_rt_took_at)? */
+static bool cpu_rt_lately(s32 cpu)
+{
+	u64 *took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
+
+	if (!took_at)
+		return true;
+	return *took_at && (s64)(sched_now() - *took_at) < (s64)RT_RECENT_NS;
+}
+
 /*
  * May a wake-up go straight onto idle @cpu's local queue? The insert lands
  * later, under that CPU's lock, and a task in a local queue that an RT task
@@ -1069,11 +1080,8 @@ static bool cpu_rt_hogged(s32 cpu)
 static __always_inline bool direct_dispatch_safe(s32 cpu)
 {
 	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
-	u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
 
-	if (lent && !*lent && rt_took_at &&
-	    (!*rt_took_at ||
-	     (s64)(sched_now() - *rt_took_at) >= (s64)RT_RECENT_NS) &&
+	if (lent && !*lent && !cpu_rt_lately(cpu) &&
 	    !cpu_held_by_higher_class(cpu))
 		return true;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -1793,7 +1801,6 @@ void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
 	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
 	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
-
 	u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
 
 	if (spared)
