@@ -42,8 +42,10 @@ ESN_OUTDIR=${ESN_OUTDIR:-/tmp/esn-out}
 ESN_WORK=${ESN_WORK:-/tmp/esn-work}
 mkdir -p "$ESN_OUTDIR" "$ESN_WORK"
 ESN_BT_SCRIPT=${ESN_BT_SCRIPT:-$ESN_REPO/scripts/bio-node.bt}
-# bpftrace may need well over 30 s to attach under TCG.
-ESN_BT_ATTACH_TIMEOUT=${ESN_BT_ATTACH_TIMEOUT:-120}
+# bpftrace loads its LLVM libraries over the guest's uncached 9p root: 30-44 s
+# to attach here (2026-11-28), 77 s for one of guest-scripts.sh's variants,
+# and a busy CI host is slower still. Waiting costs nothing when it attaches.
+ESN_BT_ATTACH_TIMEOUT=${ESN_BT_ATTACH_TIMEOUT:-240}
 ESN_SUMMARY=$ESN_WORK/summary.tsv
 
 esn_save() { cp -f "$ESN_WORK"/* "$ESN_OUTDIR"/ 2>/dev/null || true; }

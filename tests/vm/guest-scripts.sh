@@ -30,7 +30,7 @@ bin=${ESN_BIN:-$ESN_REPO/target/release/scx_esn}
 run=$ESN_REPO/scripts/bt-run.sh
 # One bpftrace at a time attaches in 20-80 s under TCG; a slow host may take
 # longer (no fio runs until all have attached, so a wait costs no result).
-attach_timeout=$((ESN_BT_ATTACH_TIMEOUT + 180))
+attach_timeout=$((ESN_BT_ATTACH_TIMEOUT + 60))
 dmesg_start=$(dmesg | wc -l)
 
 # The guest reads its root, the host's, through 9p at ~4 MB/s and keeps none
