@@ -33,44 +33,23 @@ run=$ESN_REPO/scripts/bt-run.sh
 attach_timeout=$((ESN_BT_ATTACH_TIMEOUT + 60))
 dmesg_start=$(dmesg | wc -l)
 
-# The guest reads its root, the host's, through 9p at ~4 MB/s and keeps none
-# of it cached: every bpftrace start loads its 200-300 MB of LLVM and clang
-# libraries again. Alone that took 77 s to attach against 22 s from tmpfs,
-# and six started at once had not attached after 300 s (2026-11-28, CI and
-# here). So each bpftrace runs from a copy in a tmpfs: its binary, the
-# libraries its loader resolves, and that loader.
-bt_copies=/run/esn-bpftrace
-bt_localize() { # NAME BINARY [LIBDIR] -> prints a command running the copy
-	local dir=$bt_copies/$1 bin=$2 libdir=${3:-} loader=/lib64/ld-linux-x86-64.so.2 opts=()
-	if [[ -n $libdir ]]; then
-		loader=$libdir/ld-linux-x86-64.so.2
-		opts=(--library-path "$libdir")
-	fi
-	mkdir -p "$dir/lib" &&
-		"$loader" "${opts[@]}" --list "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
-		xargs -r cp -L -t "$dir/lib" &&
-		cp -L "$loader" "$dir/lib/ld-linux-x86-64.so.2" &&
-		cp -L "$bin" "$dir/bpftrace.bin" || return 1
-	printf '#!/bin/sh\nexec %s/lib/ld-linux-x86-64.so.2 --library-path %s/lib %s/bpftrace.bin "$@"\n' \
-		"$dir" "$dir" "$dir" >"$dir/bpftrace" &&
-		chmod +x "$dir/bpftrace" &&
-		"$dir/bpftrace" --version >/dev/null 2>&1 &&
-		echo "$dir/bpftrace"
-}
 say "bpftrace scripts on $(uname -r)"
-mkdir -p "$bt_copies" && mount -t tmpfs -o size=800m esn-bpftrace "$bt_copies" ||
-	say "no tmpfs at $bt_copies: the bpftraces run from 9p (slow)"
+# Each bpftrace runs from a tmpfs copy (tmpfs_copy): from 9p one alone took
+# 77 s to attach against 22 s, and six started at once had not attached after
+# 300 s (2026-11-28, CI and here).
 t0=$SECONDS
-bt_old=$(command -v bpftrace) && bt_old=$(bt_localize old "$bt_old") || bt_old=$(command -v bpftrace) || bt_old=
+bt_old=$(command -v bpftrace) && { bt_old=$(tmpfs_copy bt-old "$bt_old") && "$bt_old" --version >/dev/null 2>&1; } ||
+	bt_old=$(command -v bpftrace) || bt_old=
 bt_new=
 for s in sid trixie; do
 	b=$ESN_REPO/build/bpftrace-$s
 	[[ -x $b/bpftrace ]] || continue
-	bt_new=$(bt_localize "new-$s" "$b/root/usr/bin/bpftrace" "$b/root/usr/lib/x86_64-linux-gnu") && break
+	bt_new=$(tmpfs_copy "bt-new-$s" "$b/root/usr/bin/bpftrace" "$b/root/usr/lib/x86_64-linux-gnu") &&
+		"$bt_new" --version >/dev/null 2>&1 && break
 	# Not copied: the one from 9p, if it runs at all.
 	"$b/bpftrace" --version >/dev/null 2>&1 && bt_new=$b/bpftrace && break
 done
-say "bpftraces: $bt_old, $bt_new ($((SECONDS - t0)) s, $(du -sh "$bt_copies" | cut -f1) copied)"
+say "bpftraces: $bt_old, $bt_new ($((SECONDS - t0)) s, $(du -sh "$ESN_COPIES" | cut -f1) copied)"
 v_old=$([[ -n $bt_old ]] && "$bt_old" --version | awk '{ print $2 }')
 v_new=$([[ -n $bt_new ]] && "$bt_new" --version | awk '{ print $2 }')
 check "bpftrace 0.17 (Debian 12) present" "$([[ $v_old == v0.17.* ]] && echo 1 || echo 0)" "${bt_old:-none} ${v_old:-}"
