@@ -105,8 +105,8 @@ end=$((t0 + secs))
 
 # ---- the load ----------------------------------------------------------------
 # A run's grace past its runtime: under this load on single-threaded TCG a
-# 20 s run took 47-71 s, under EEVDF as under scx_esn, across CPU hotplugs
-# (2026-11-28, a probe of 3+3 runs); a hung one never ends.
+# 20 s run took 47-79 s, under EEVDF as under scx_esn, across CPU hotplugs
+# (2026-11-28: a probe of 3+3 runs, then the soak itself); a hung one never ends.
 fio_grace=240
 fio_runs() { # DISK: fio runs of <= 20 s until the end; a line per run: DISK RC SECONDS
 	local disk=$1 rc left t
