@@ -38,16 +38,16 @@ say "bpftrace scripts on $(uname -r)"
 # 77 s to attach against 22 s, and six started at once had not attached after
 # 300 s (2026-11-28, CI and here).
 t0=$SECONDS
-bt_old=$(command -v bpftrace) && { bt_old=$(tmpfs_copy bt-old "$bt_old") && "$bt_old" --version >/dev/null 2>&1; } ||
-	bt_old=$(command -v bpftrace) || bt_old=
+bt_old=$(command -v bpftrace) && bt_old=$(tmpfs_copy bt-old "$bt_old" || echo "$bt_old") || bt_old=
 bt_new=
 for s in sid trixie; do
 	b=$ESN_REPO/build/bpftrace-$s
 	[[ -x $b/bpftrace ]] || continue
-	bt_new=$(tmpfs_copy "bt-new-$s" "$b/root/usr/bin/bpftrace" "$b/root/usr/lib/x86_64-linux-gnu") &&
-		"$bt_new" --version >/dev/null 2>&1 && break
-	# Not copied: the one from 9p, if it runs at all.
-	"$b/bpftrace" --version >/dev/null 2>&1 && bt_new=$b/bpftrace && break
+	# Not copied: the wrapper of tests/fetch-bpftrace.sh, from 9p.
+	bt_new=$(tmpfs_copy "bt-new-$s" "$b/root/usr/bin/bpftrace" "$b/root/usr/lib/x86_64-linux-gnu" ||
+		echo "$b/bpftrace")
+	"$bt_new" --version >/dev/null 2>&1 && break
+	bt_new=
 done
 say "bpftraces: $bt_old, $bt_new ($((SECONDS - t0)) s, $(du -sh "$ESN_COPIES" | cut -f1) copied)"
 v_old=$([[ -n $bt_old ]] && "$bt_old" --version | awk '{ print $2 }')

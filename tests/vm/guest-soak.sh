@@ -83,15 +83,12 @@ say "disks: ${disks[*]}; first controller $first_ctrl on node $dev_node; hotplug
 # under this load, on single-threaded TCG, a run spent its whole 80 s timeout
 # loading them before it issued one I/O, under EEVDF as under scx_esn
 # (fio-threads.log: the fio process in p9_client_read), 1 run of 3 in most
-# soaks here. So fio, hackbench (started again and again) and scx_esn (which
-# pages in its reload path only when the CPU hotplug asks for it: 2 minutes
-# from 9p under this load) run from tmpfs copies (tmpfs_copy).
-fio_bin=$(tmpfs_copy fio "$(command -v fio)") && "$fio_bin" --version >/dev/null 2>&1 || fio_bin=fio
-hackbench_bin=$(tmpfs_copy hackbench "$(command -v hackbench)") || hackbench_bin=hackbench
-stress_bin=$(tmpfs_copy stress-ng "$(command -v stress-ng)") && "$stress_bin" --version >/dev/null 2>&1 ||
-	stress_bin=stress-ng
-mkdir -p "$ESN_COPIES/scx_esn" && cp "$bin" "$ESN_COPIES/scx_esn/" && bin=$ESN_COPIES/scx_esn/$(basename "$bin")
-say "from tmpfs: $fio_bin $hackbench_bin $stress_bin $bin"
+# soaks here. So fio, hackbench (started again and again) and stress-ng run
+# from tmpfs copies (tmpfs_copy), or from 9p where a copy cannot be made.
+fio_bin=$(tmpfs_copy fio "$(command -v fio)" || echo fio)
+hackbench_bin=$(tmpfs_copy hackbench "$(command -v hackbench)" || echo hackbench)
+stress_bin=$(tmpfs_copy stress-ng "$(command -v stress-ng)" || echo stress-ng)
+say "running $fio_bin $hackbench_bin $stress_bin"
 "$fio_bin" --name=warm --filename="${disks[0]}" --readonly --rw=randread --bs=4k --direct=1 \
 	--size=1M --io_size=64k --output=/dev/null >/dev/null 2>&1 || say "fio from $fio_bin does not run"
 "$hackbench_bin" -g 1 -f 2 -l 10 >/dev/null 2>&1 || say "hackbench from $hackbench_bin does not run"
