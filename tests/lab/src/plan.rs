@@ -116,24 +116,27 @@ pub fn spin_for_factor(factor: f64, local_ns: f64, remote_ns: f64) -> u64 {
     (factor * local_ns - remote_ns).max(0.0).round() as u64
 }
 
-/// The second estimate of `--factor`'s spin: `spin` gave `ratio_on`, no spin gave
-/// `ratio_off`; take the spin on the line through the two where the ratio is
-/// `factor`. When the spin changed nothing measurable (noise), fall back to the
-/// additive correction from the local latency. Bounded to two thirds..one and a
-/// half times the first estimate: on a shared, emulated machine one noisy
-/// measurement must not be able to double the penalty.
-pub fn refine_spin(spin: u64, factor: f64, ratio_off: f64, ratio_on: f64, local_ns: f64) -> u64 {
-    let gained = ratio_on - ratio_off;
-    let next = if gained > 0.05 && gained.is_finite() {
-        spin as f64 * (factor - ratio_off) / gained
+/// The next estimate of `--factor`'s spin: the spin of `last` gave its ratio, the
+/// spin of `now` gave its ratio (the first `last` is the lab off: no spin); take
+/// the spin on the line through the two where the ratio is `factor`. When the
+/// ratio did not move with the spin (noise, or a line that falls), fall back to
+/// the additive correction from the local latency. Bounded to two thirds..one and
+/// a half times `now`'s spin: on a shared, emulated machine one noisy measurement
+/// must not be able to double the penalty.
+pub fn refine_spin(last: (u64, f64), now: (u64, f64), factor: f64, local_ns: f64) -> u64 {
+    let (spin, ratio) = (now.0 as f64, now.1);
+    let gained = ratio - last.1;
+    let moved = spin - last.0 as f64;
+    let next = if gained.abs() > 0.05 && moved != 0.0 && gained / moved > 0.0 {
+        spin + (factor - ratio) * moved / gained
     } else {
-        spin as f64 + (factor - ratio_on) * local_ns
+        spin + (factor - ratio) * local_ns
     };
-    let (lo, hi) = (spin as f64 * 2.0 / 3.0, spin as f64 * 1.5);
+    let (lo, hi) = (spin * 2.0 / 3.0, spin * 1.5);
     if next.is_finite() {
         next.clamp(lo, hi).round() as u64
     } else {
-        spin
+        now.0
     }
 }
 
@@ -251,16 +254,47 @@ mod tests {
     #[test]
     fn refinement_follows_the_measured_line() {
         // 1.0 without, 1.7 with 100 us: 2.0 needs 143 us.
-        assert_eq!(refine_spin(100_000, 2.0, 1.0, 1.7, 300_000.0), 142_857);
+        assert_eq!(
+            refine_spin((0, 1.0), (100_000, 1.7), 2.0, 300_000.0),
+            142_857
+        );
         // Overshot: 2.3 with 400 us from 1.1: 2.0 needs 300 us.
-        assert_eq!(refine_spin(400_000, 2.0, 1.1, 2.3, 300_000.0), 300_000);
+        assert_eq!(
+            refine_spin((0, 1.1), (400_000, 2.3), 2.0, 300_000.0),
+            300_000
+        );
+        // A later pass: the line through the last two spins, not through no spin.
+        // 1.8 at 300 us, 2.4 at 450 us: 2.0 is at 350 us.
+        assert_eq!(
+            refine_spin((300_000, 1.8), (450_000, 2.4), 2.0, 1.0),
+            350_000
+        );
+        // ... also when the last pass went down: 2.6 at 600 us, 2.2 at 400 us.
+        assert_eq!(
+            refine_spin((600_000, 2.6), (400_000, 2.2), 2.0, 1.0),
+            300_000
+        );
         // No measurable effect: additive step from the local latency, bounded.
-        assert_eq!(refine_spin(100_000, 2.0, 1.2, 1.2, 100_000.0), 150_000);
-        assert_eq!(refine_spin(100_000, 20.0, 1.0, 1.0, 1e9), 150_000);
-        // A noisy second pass cannot double or halve the first estimate.
-        assert_eq!(refine_spin(609_000, 2.0, 1.085, 1.56, 831_000.0), 913_500);
-        assert_eq!(refine_spin(100_000, 2.0, 1.0, 5.0, 1.0), 66_667);
-        assert_eq!(refine_spin(100_000, 2.0, 1.0, f64::NAN, 1.0), 100_000);
+        assert_eq!(
+            refine_spin((0, 1.2), (100_000, 1.2), 2.0, 100_000.0),
+            150_000
+        );
+        assert_eq!(refine_spin((0, 1.0), (100_000, 1.0), 20.0, 1e9), 150_000);
+        // A line that falls (more spin, lower ratio: noise) is not followed.
+        assert_eq!(
+            refine_spin((300_000, 2.4), (450_000, 1.9), 2.0, 100_000.0),
+            460_000
+        );
+        // A noisy pass cannot double or halve the estimate it measured.
+        assert_eq!(
+            refine_spin((0, 1.085), (609_000, 1.56), 2.0, 831_000.0),
+            913_500
+        );
+        assert_eq!(refine_spin((0, 1.0), (100_000, 5.0), 2.0, 1.0), 66_667);
+        assert_eq!(
+            refine_spin((0, 1.0), (100_000, f64::NAN), 2.0, 1.0),
+            100_000
+        );
     }
 
     #[test]
