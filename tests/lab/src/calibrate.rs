@@ -88,14 +88,15 @@ fn next_offset(state: &mut u64, blocks: u64) -> u64 {
 /// local latency by 70 % and so compressed every measured ratio.
 const READS_PER_CLOCK: u64 = 16;
 
-/// Reads for about `slice` pinned to `cpus`; returns (reads, total ns).
+/// Reads for about `slice` pinned to `cpus`; returns (reads, total ns, the CPU it
+/// ended on).
 fn read_slice(
     file: &File,
     cpus: &[u32],
     slice: Duration,
     blocks: u64,
     seed: &mut u64,
-) -> Result<(u64, u128)> {
+) -> Result<(u64, u128, i32)> {
     pin_to(cpus)?;
     let mut buf = Aligned::new();
     let mut n = 0u64;
@@ -112,16 +113,20 @@ fn read_slice(
             break;
         }
     }
-    Ok((n, start.elapsed().as_nanos()))
+    let elapsed = start.elapsed().as_nanos();
+    // SAFETY: sched_getcpu takes nothing and only reads.
+    Ok((n, elapsed, unsafe { libc::sched_getcpu() }))
 }
 
 /// Measures `/dev/<disk>` from `local_cpus` and `remote_cpus`, `total` split evenly.
 /// Runs on a thread of its own, so the caller's affinity is left as it was.
+/// `verbose`: every round's two latencies, and the CPUs they ended on, on stderr.
 pub fn measure(
     disk: &str,
     local_cpus: &[u32],
     remote_cpus: &[u32],
     total: Duration,
+    verbose: bool,
 ) -> Result<Latencies> {
     let path = format!("/dev/{disk}");
     let file = std::fs::OpenOptions::new()
@@ -145,19 +150,28 @@ pub fn measure(
             let mut rounds = Vec::with_capacity(ROUNDS as usize);
             for round in 0..ROUNDS {
                 // ABBA: which side goes first alternates, so a linear drift cancels.
-                let (mut local, mut remote) = (0.0, 0.0);
+                let (mut local, mut remote) = ((0.0, -1), (0.0, -1));
                 for is_remote in [round % 2 == 1, round % 2 == 0] {
                     let cpus = if is_remote { remote_cpus } else { local_cpus };
-                    let (n, t) = read_slice(&file, cpus, slice, blocks, &mut seed)?;
+                    let (n, t, cpu) = read_slice(&file, cpus, slice, blocks, &mut seed)?;
                     reads += n;
                     let mean = t as f64 / n.max(1) as f64;
                     if is_remote {
-                        remote = mean;
+                        remote = (mean, cpu);
                     } else {
-                        local = mean;
+                        local = (mean, cpu);
                     }
                 }
-                rounds.push((local, remote));
+                if verbose {
+                    eprintln!(
+                        "calibration {disk} round {round}: local {:.0} us (CPU {}), remote {:.0} us (CPU {})",
+                        local.0 / 1e3,
+                        local.1,
+                        remote.0 / 1e3,
+                        remote.1
+                    );
+                }
+                rounds.push((local.0, remote.0));
             }
             summarize(&rounds, reads)
                 .with_context(|| format!("no calibration read finished on {path} in {total:?}"))

@@ -69,6 +69,10 @@ struct Opts {
     /// Use the block_rq_issue tracepoint even where fexit works (for testing the fallback).
     #[arg(long)]
     tracepoint: bool,
+
+    /// Print every calibration round (latencies, and the CPU each side ended on) to stderr.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 #[derive(Clone)]
@@ -150,6 +154,7 @@ fn spins(topo: &Topology, disks: &[LabDisk], opts: &Opts) -> Result<Vec<NodeSpin
                     &local_cpus,
                     &remote_cpus,
                     Duration::from_secs_f64(opts.calibrate_secs),
+                    opts.verbose,
                 )?;
                 let spin = plan::spin_for_factor(factor, lat.local_ns, lat.remote_ns);
                 let how = format!(
@@ -243,18 +248,17 @@ fn write_spins(skel: &LabSkel, table: &[(u32, u32, u64)]) -> Result<()> {
     Ok(())
 }
 
-/// Passes of the --factor refinement at most, and how near the asked factor a
-/// measured ratio must be to end them early.
+/// Passes of the --factor refinement: each measures the ratio with the spin in
+/// place and moves the spin (about `--calibrate-secs` each).
 const REFINE_PASSES: u32 = 3;
-const REFINE_TOLERANCE: f64 = 0.05;
 
 /// --factor, the passes after the first estimate: with the spin in place, measure
-/// the ratio again; if it is not within REFINE_TOLERANCE of the factor, move the
-/// spin along the line through the last two (spin, ratio) points (the first is the
-/// lab off: no spin). On an emulator a spinning vCPU also slows the vCPUs that serve
-/// the request, so the first estimate is off by tens of per cent; one pass left
-/// 1.34x or 2.84x under fio on a loaded CI host, so up to REFINE_PASSES passes.
-/// Ratios, each measured interleaved, are what drift leaves alone.
+/// the ratio again and move the spin to where the line fitted through every point
+/// so far (the lab off, no spin, first) reads the factor. On an emulator a spinning
+/// vCPU also slows the vCPUs that serve the request, so the first estimate is off
+/// by tens of per cent (one pass left fio at 1.34x or 2.84x on a loaded CI host),
+/// and each pass's own ratio is noisy, hence several passes and one fit over them
+/// all. Ratios, each measured interleaved, are what drift leaves alone.
 fn refine(skel: &LabSkel, topo: &Topology, spins: &mut [NodeSpin], opts: &Opts) -> Result<()> {
     let Some(factor) = opts.factor else {
         return Ok(());
@@ -264,27 +268,25 @@ fn refine(skel: &LabSkel, topo: &Topology, spins: &mut [NodeSpin], opts: &Opts) 
         let Some(p) = spins[i].probe.clone() else {
             continue;
         };
-        let mut last = (0u64, p.ratio_off);
+        let mut points = vec![(0u64, p.ratio_off)];
         for _ in 0..REFINE_PASSES {
             let spin = spins[i].spin_ns;
             if spin == 0 {
                 break;
             }
-            let lat = calibrate::measure(&p.disk, &p.local_cpus, &p.remote_cpus, total)?;
+            let lat =
+                calibrate::measure(&p.disk, &p.local_cpus, &p.remote_cpus, total, opts.verbose)?;
             let ratio_on = lat.remote_ns / lat.local_ns;
+            points.push((spin, ratio_on));
+            let next = plan::fit_spin(&points, factor, lat.local_ns);
+            spins[i].spin_ns = next;
             spins[i].how += &format!(
-                "; with {:.0} us spin: local {:.0} us, remote {:.0} us ({ratio_on:.2}x)",
+                "; with {:.0} us spin: local {:.0} us, remote {:.0} us ({ratio_on:.2}x) -> {:.0} us",
                 spin as f64 / 1e3,
                 lat.local_ns / 1e3,
                 lat.remote_ns / 1e3,
+                next as f64 / 1e3
             );
-            if (ratio_on / factor - 1.0).abs() <= REFINE_TOLERANCE {
-                break;
-            }
-            let next = plan::refine_spin(last, (spin, ratio_on), factor, lat.local_ns);
-            last = (spin, ratio_on);
-            spins[i].spin_ns = next;
-            spins[i].how += &format!(" -> {:.0} us", next as f64 / 1e3);
             write_spins(skel, &plan::spin_table(topo, &base_of(spins)))?;
         }
     }
