@@ -7,8 +7,8 @@
 //!        --factor F   calibrate.rs ─►  F x local - remote (measured, lab off)
 //!   ─► scaled by distance (plan.rs) ─► spin map ─► load ─► attach
 //!        fexit/blk_mq_start_request, else tp_btf/block_rq_issue
-//!   ─► --factor: measure again with the spin on, correct the spin map (refine,
-//!      up to 3 passes)
+//!   ─► --factor: 3 times, measure again with the spin on and correct the spin
+//!      map (refine)
 //!   ─► one line "remote-penalty: active ..." on stdout
 //!   ─► SIGINT/SIGTERM ─► detach, one line of counts on stderr, exit 0
 //! ```
@@ -268,12 +268,14 @@ fn refine(skel: &LabSkel, topo: &Topology, spins: &mut [NodeSpin], opts: &Opts) 
         let Some(p) = spins[i].probe.clone() else {
             continue;
         };
+        // No spin: the remote side already reads F or more; fit_spin never
+        // moves a spin to 0, so this holds for every pass.
+        if spins[i].spin_ns == 0 {
+            continue;
+        }
         let mut points = vec![(0u64, p.ratio_off)];
         for _ in 0..REFINE_PASSES {
             let spin = spins[i].spin_ns;
-            if spin == 0 {
-                break;
-            }
             let lat =
                 calibrate::measure(&p.disk, &p.local_cpus, &p.remote_cpus, total, opts.verbose)?;
             let ratio_on = lat.remote_ns / lat.local_ns;
