@@ -90,7 +90,7 @@ fio_randread_args "$dev" 2 "$((runtime + 3))"
 MB_SKIP=4 measure_bios_during "$limit" -- run_pinned_then_free 0-1 3 0-3 "${FIO[@]}"
 tid_split fio 80
 check "EEVDF 2 jobs started on node 0, then free: node 1" info \
-	"$MB_PCT1 % of $MB_TOTAL bios after the first 4 s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS"
+	"$MB_PCT1 % of $MB_TOTAL bios after the first $MB_SKIPPED s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS"
 
 # observe's view of a pinned run, checked against bpftrace's bio count.
 # check_observe NAME WANT(local|remote)

@@ -184,7 +184,7 @@ if [[ ${ESN_SKIP_MIGRATE:-0} != 1 ]]; then
 	fio_randread_args "$dev" 2 "$((runtime + 5))"
 	MB_SKIP=$((MB_SKIP + 5)) measure_bios_during "$limit" -- run_pinned_then_free 0-1 3 0-3 "${FIO[@]}"
 	tid_split fio 80
-	fig="$MB_PCT1 % of $MB_TOTAL bios after the first $((MB_SKIP + 5)) s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS; fio exit $MB_RC"
+	fig="$MB_PCT1 % of $MB_TOTAL bios after the first $MB_SKIPPED s; jobs mostly node1 $MB_JOBS_N1/$MB_JOBS; fio exit $MB_RC"
 	if [[ ${ESN_ASSERT_MIGRATE:-1} == 1 ]]; then
 		ok=0
 		[[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT1" 90 && ok=1
@@ -251,7 +251,7 @@ ok=0
 [[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT0" 90 && ok=1
 [[ $dry == 1 ]] || { [[ $(sx_state) == enabled ]] && sched_alive; } || ok=0
 check "5b placed fio narrowed to 0-1: >= 90 % bios node 0" "$ok" \
-	"$MB_PCT0 % of $MB_TOTAL bios after the first $((MB_SKIP + 5)) s (whole run: node 1 $MB_FULL_PCT1 %), IOPS=$(fio_iops), fio exit $MB_RC, state $(sx_state)"
+	"$MB_PCT0 % of $MB_TOTAL bios after the first $MB_SKIPPED s (whole run: node 1 $MB_FULL_PCT1 %), IOPS=$(fio_iops), fio exit $MB_RC, state $(sx_state)"
 
 bio_trace_stop
 
