@@ -1632,6 +1632,40 @@ static bool run_starving(s32 cpu, u32 node)
 }
 
 /*
+ * Take the head of @kind's queue of another node, nearest node first: any
+ * fair queue that holds a task, an I/O queue only when its head starves
+ * (io_queue_starving). Plain bounded loops, not bpf_for: nr_nodes is
+ * read-only data the verifier knows at load, so it checks exactly that many
+ * turns, and no turn costs a kfunc call. bpf_for made four per walk, eight
+ * in a dispatch that finds nothing, the common call of a CPU going idle.
+ */
+static __always_inline bool steal_from_neighbours(u32 node,
+						  enum queue_kind kind)
+{
+	u32 i;
+
+	for (i = 0; i < nr_nodes && i < ESN_MAX_NODES; i++) {
+		u8 other = nth_neighbour(node, i);
+
+		if (other == ESN_NO_NODE)
+			break;
+		if (kind == QUEUE_IO ? !io_queue_starving(other)
+				     : !queue_may_hold(other, QUEUE_FAIR))
+			continue;
+		if (!scx_bpf_dsq_move_to_local(queue_dsq(other, kind), 0))
+			continue;
+		if (kind == QUEUE_IO) {
+			stat_inc(ESN_STAT_IO_STOLEN);
+			node_event_inc(other, NODE_STOLEN_FROM);
+		} else {
+			stat_inc(ESN_STAT_FAIR_STOLEN);
+		}
+		return true;
+	}
+	return false;
+}
+
+/*
  * A CPU needs work: its node's queues first, then other nodes' fair queues
  * nearest first. Another node's I/O queue only when its head waited too
  * long: taking it earlier would undo the placement while the home node
@@ -1643,7 +1677,6 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 	u32 node = node_of_cpu(cpu);
 	struct task_struct *io_head = queue_head(node, QUEUE_IO);
 	struct task_struct *fair_head = queue_head(node, QUEUE_FAIR);
-	u32 i;
 
 	if (run_starving(cpu, node))
 		return;
@@ -1659,34 +1692,9 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
 	if (dispatch_own_node(node, io_head, fair_head))
 		return;
 
-	/* Plain bounded loops, not bpf_for: nr_nodes is read-only data the
-	 * verifier knows at load, so it checks exactly that many turns, and
-	 * no turn costs a kfunc call. bpf_for made four per walk, eight in a
-	 * dispatch that finds nothing, the common call of a CPU going idle. */
-	for (i = 0; i < nr_nodes && i < ESN_MAX_NODES; i++) {
-		u8 other = nth_neighbour(node, i);
-
-		if (other == ESN_NO_NODE)
-			break;
-		if (queue_may_hold(other, QUEUE_FAIR) &&
-		    scx_bpf_dsq_move_to_local(fair_dsq(other), 0)) {
-			stat_inc(ESN_STAT_FAIR_STOLEN);
-			return;
-		}
-	}
-
-	for (i = 0; i < nr_nodes && i < ESN_MAX_NODES; i++) {
-		u8 other = nth_neighbour(node, i);
-
-		if (other == ESN_NO_NODE)
-			break;
-		if (io_queue_starving(other) &&
-		    scx_bpf_dsq_move_to_local(io_dsq(other), 0)) {
-			stat_inc(ESN_STAT_IO_STOLEN);
-			node_event_inc(other, NODE_STOLEN_FROM);
-			return;
-		}
-	}
+	if (steal_from_neighbours(node, QUEUE_FAIR) ||
+	    steal_from_neighbours(node, QUEUE_IO))
+		return;
 
 	/* Nothing else to run: let the previous task go on. */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
