@@ -253,8 +253,8 @@ _bt_sum() { # FROM TO TIDFILE
 # (the bpftrace warm-up) are dropped, and so are the command's own first
 # MB_SKIP (default 0) one-second intervals if MB_SKIP is set. A command that
 # changes the run's conditions midway (run_pinned_then_free) marks the moment
-# in $ESN_WORK/mb.mark; then the skip also covers everything up to
-# MB_SETTLE_AFTER_MARK (default 1) whole intervals after the mark: how long
+# in $ESN_WORK/mb.mark; then the skip also covers everything up to one
+# whole interval after the mark: how long
 # the change itself took (a process start under TCG: seconds) must not count
 # against the scheduler. Sets:
 #   MB_TOTAL MB_N0 MB_N1 MB_NOTHER MB_PCT0 MB_PCT1  bios and shares by node
@@ -315,13 +315,17 @@ measure_bios_during() {
 	fi
 	eval "$vars"
 	MB_FULL_TOTAL=$MB_TOTAL MB_FULL_PCT0=$MB_PCT0 MB_FULL_PCT1=$MB_PCT1
-	local skip=${MB_SKIP:-0} mark=
+	local skip=${MB_SKIP:-0} mark= mark_skip
 	# Tick mark was the last printed before the change: the interval ending at
-	# tick mark+1 holds it, and a snapshot at tick k is the count at k-1.
+	# tick mark+1 holds it, and a snapshot at tick k is the count at k-1; one
+	# more interval to settle.
 	[[ -s $ESN_WORK/mb.mark ]] && read -r mark <"$ESN_WORK/mb.mark"
-	if [[ $mark =~ ^[0-9]+$ ]] && ((mark + 2 + ${MB_SETTLE_AFTER_MARK:-1} - from > skip)); then
-		skip=$((mark + 2 + ${MB_SETTLE_AFTER_MARK:-1} - from))
-		say "      (the command marked its change at tick $mark, $((mark - from)) s in)"
+	if [[ $mark =~ ^[0-9]+$ ]]; then
+		mark_skip=$((mark + 3 - from))
+		if ((mark_skip > skip)); then
+			skip=$mark_skip
+			say "      (the command marked its change at tick $mark, $((mark - from)) s in)"
+		fi
 	fi
 	((to > 0 && from + skip >= to - 1)) && skip=0 # never skip everything
 	MB_SKIPPED=$skip
