@@ -68,6 +68,23 @@ BPF_SAMPLE_MS = int(os.environ.get("BENCH_BPF_SAMPLE_MS") or 100)
 WAKE_PROBE = os.environ.get("BENCH_WAKE_PROBE", "0") != "0"
 # The probe's histogram bound, µs: a wake-up later than this counts as this.
 PROBE_HIST_US = 20000
+# Which tasks keep the nodes without a device busy: the referee also sums
+# on-CPU time per (node, task name) at every context switch. Off by default:
+# it puts a probe on every switch, under every scheduler alike.
+NODE_TASKS = os.environ.get("BENCH_NODE_TASKS", "0") != "0"
+# The referee's extra probe for NODE_TASKS. The time from a CPU's last
+# switch to this one belongs to the task switched out ("swapper/N": idle).
+NODE_TASKS_BT = """
+tracepoint:sched:sched_switch
+{
+	if (@esn_sw_at[cpu]) {
+		@ontime[numaid, args->prev_comm] = sum(nsecs - @esn_sw_at[cpu]);
+	}
+	@esn_sw_at[cpu] = nsecs;
+}
+"""
+# Per-CPU kernel threads differ only by their CPU: one row each.
+PER_CPU_KTHREAD = re.compile(r"^(kworker|ksoftirqd|migration|cpuhp|rcu_\w+|idle_inject)/.*")
 
 
 def log(msg):
@@ -157,17 +174,29 @@ class BioReferee:
 
     def __init__(self):
         self.path = os.path.join(WORK, "bench-bpftrace.out")
+        script = BT_SCRIPT
+        if NODE_TASKS:
+            # Its probe before the script's interval block, which prints @ontime.
+            text = open(BT_SCRIPT).read().replace(
+                "interval:s:1\n{\n", NODE_TASKS_BT + "\ninterval:s:1\n{\n\tprint(@ontime);\n", 1)
+            script = os.path.join(WORK, "bench-referee.bt")
+            with open(script, "w") as f:
+                f.write(text)
         self.proc = subprocess.Popen(
-            ["bpftrace", "-B", "line", BT_SCRIPT], stdout=open(self.path, "w"),
+            ["bpftrace", "-B", "line", script], stdout=open(self.path, "w"),
             stderr=subprocess.STDOUT)
         self._out = open(self.path)
         self._partial, self._ticks = "", 0
-        self._cur, self._last = {"bios": {}, "migr": {}}, {"bios": {}, "migr": {}}
+        self._cur, self._last = self._empty(), self._empty()
         deadline = time.time() + 180
         while self.ticks() < 1:
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError("bpftrace did not attach: " + open(self.path).read()[-500:])
             time.sleep(0.5)
+
+    @staticmethod
+    def _empty():
+        return {"bios": {}, "migr": {}, "ontime": {}}
 
     def ticks(self):
         """Complete blocks printed so far; reads only what is new."""
@@ -177,14 +206,17 @@ class BioReferee:
             m = re.match(r"@(bios|migr)\[(\d+), (\d+)\]: (\d+)", line)
             if m:
                 self._cur[m.group(1)][(int(m.group(2)), int(m.group(3)))] = int(m.group(4))
+            elif m := re.match(r"@ontime\[(\d+), (.*)\]: (\d+)$", line):
+                self._cur["ontime"][(int(m.group(1)), m.group(2))] = int(m.group(3))
             elif line.startswith("ESN_TICK "):
-                self._last, self._cur = self._cur, {"bios": {}, "migr": {}}
+                self._last, self._cur = self._cur, self._empty()
                 self._ticks += 1
         return self._ticks
 
     def snapshot(self):
         """The counts at the next tick from now (bpftrace prints each second):
-        {"bios": {(dev, node): n}, "migr": {(from_cpu, to_cpu): n}}."""
+        {"bios": {(dev, node): n}, "migr": {(from_cpu, to_cpu): n},
+        "ontime": {(node, task name): ns}} ("ontime" empty without NODE_TASKS)."""
         n = self.ticks()
         deadline = time.time() + 10
         while self.ticks() < n + 1 and time.time() < deadline:
@@ -410,6 +442,21 @@ def migrations(migr0, migr1, nodes):
     return moved, across
 
 
+def idle_node_tasks(ontime0, ontime1, devices, window_s, top=6):
+    """The tasks that ran on the nodes without a device between two referee
+    snapshots, busiest first: {task name: % of one CPU over the window},
+    per-CPU kernel threads folded into one row each (kworker/*), idle left out."""
+    dev_nodes = {d["node"] for d in devices}
+    busy = {}
+    for (node, comm), ns in ontime1.items():
+        if node in dev_nodes or comm.startswith("swapper/"):
+            continue
+        name = PER_CPU_KTHREAD.sub(r"\1/*", comm)
+        busy[name] = busy.get(name, 0) + ns - ontime0.get((node, comm), 0)
+    ranked = sorted(busy.items(), key=lambda kv: -kv[1])[:top]
+    return {name: round(100.0 * ns / 1e9 / window_s, 2) for name, ns in ranked if ns > 0}
+
+
 def window_figures(before, after, nodes, devices, bios0, bios1):
     """CPU and locality figures over one window of a point."""
     busy = sum(after[c][0] - before[c][0] for c in after if c in before)
@@ -549,6 +596,9 @@ def run_point(load, sched_name, ctx):
                              ref1["bios"])
         point["node_busy_pct"] = win["node_busy_pct"]
         point["idle_nodes_busy_pct"] = win["idle_nodes_busy_pct"]
+        if NODE_TASKS:
+            point["idle_node_tasks_pct"] = idle_node_tasks(
+                ref0["ontime"], ref1["ontime"], ctx["devices"], point["window_s"])
         if "fio" in procs:
             point.update(parse_fio(fio_json))
             point["bios"] = win["bios"]

@@ -111,7 +111,7 @@ for topo in $topologies; do
 			BENCH_SCHEDULERS="${BENCH_SCHEDULERS:-$d_scheds}" \
 			BENCH_ESN_BASE="${BENCH_ESN_BASE:-}" BENCH_BPF_STATS="${BENCH_BPF_STATS:-1}" \
 			BENCH_BPF_SAMPLE_MS="${BENCH_BPF_SAMPLE_MS:-100}" \
-			BENCH_WAKE_PROBE="${BENCH_WAKE_PROBE:-0}"
+			BENCH_WAKE_PROBE="${BENCH_WAKE_PROBE:-0}" BENCH_NODE_TASKS="${BENCH_NODE_TASKS:-0}"
 		boot_rc=$?
 		grep -E '^\[ *[0-9.]+\] (point|bench)' "$raw_dir/log" 2>/dev/null | tail -n 400
 		grep -q '"kind": "end"' "$raw_dir/raw.jsonl" 2>/dev/null && break

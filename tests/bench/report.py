@@ -665,6 +665,43 @@ def figures_section(run):
     return lines
 
 
+def idle_tasks_cell(points, top=4):
+    """The tasks of a (penalty, load, scheduler) on the nodes without a
+    device, by their median % of one CPU over the repeats (a repeat that did
+    not list a task counts 0 for it), busiest first."""
+    names = {n for p in points for n in p["idle_node_tasks_pct"]}
+    med = {n: statistics.median(p["idle_node_tasks_pct"].get(n, 0.0) for p in points)
+           for n in names}
+    ranked = sorted(((v, n) for n, v in med.items() if v > 0), key=lambda vn: (-vn[0], vn[1]))
+    return ", ".join(f"{n} {v:.1f}" for v, n in ranked[:top]) or "–"
+
+
+def idle_tasks_section(run):
+    """Which tasks kept the nodes without a device busy (BENCH_NODE_TASKS=1)."""
+    if not any(isinstance(p.get("idle_node_tasks_pct"), dict) for p in run.points):
+        return []
+    lines = ["## Nodes without a device: the tasks that ran there", "",
+             "With BENCH_NODE_TASKS=1 the referee sums each task's time on CPU at every "
+             "context switch on the nodes without a device. Per scheduler, its busiest "
+             "tasks there, by the median over the repeats of % of one CPU over the window "
+             "(per-CPU kernel threads folded: kworker/*), beside the busy % of those "
+             "nodes' CPUs from /proc/stat.", ""]
+    for penalty in run.penalties:
+        rows = []
+        for load in run.loads_at(penalty):
+            for s in run.scheds:
+                pts = [p for p in run.ok_points(penalty, load, s)
+                       if isinstance(p.get("idle_node_tasks_pct"), dict)]
+                if pts:
+                    rows.append([load, s, figure_cell(run, penalty, load, s, "idle_nodes_busy_pct"),
+                                 idle_tasks_cell(pts)])
+        if rows:
+            lines += [f"### {penalty_title(penalty).capitalize()}", ""]
+            lines += md_table(["load", "scheduler", "idle-node busy %", "tasks there, % of one CPU"],
+                              rows)
+    return lines
+
+
 # --------------------------------------------------------------------- plots --
 PEER_COLORS = ["tab:blue", "tab:green", "tab:purple", "tab:cyan", "tab:brown", "tab:pink"]
 PENALTY_COLORS = ["tab:blue", "tab:red", "tab:green", "tab:purple"]
@@ -1005,7 +1042,7 @@ def report(raw, out_md, plot_dir, command=None):
     os.makedirs(md_dir, exist_ok=True)
     plots = draw_plots(run, plot_dir) if plt is not None else []
     lines = (header_section(run, command) + answer_section(run) + figures_section(run)
-             + bpf_section(run) + plots_section(plots, md_dir) + lab_section(run)
+             + idle_tasks_section(run) + bpf_section(run) + plots_section(plots, md_dir) + lab_section(run)
              + failed_section(run))
     with open(out_md, "w", encoding="utf-8") as f:
         f.write("\n".join(lines).rstrip() + "\n")
@@ -1062,6 +1099,9 @@ def synthetic_figures(rng, penalty, rep, load, sched):
             p["ctxt_per_io"] = 2.0 if sched == BASELINE else 1.5
             # Migrations per I/O (the referee's), newer runs only as well.
             p["migr_per_io"] = 0.40 if sched == BASELINE else 0.10
+            # BENCH_NODE_TASKS=1: esn's repeat 2 lists no "stats" task.
+            p["idle_node_tasks_pct"] = {"fio": 6.0 * rep, "kworker/*": 1.5} if sched == BASELINE \
+                else {"python3": 2.0} | ({} if rep == 2 else {"stats": 0.9})
             p["xnode_migr_per_io"] = 0.20 if sched == BASELINE else 0.01
     if kind in ("hog-io", "cpu"):
         p["cpu_ops_per_s"] = 5000 * gain
@@ -1198,6 +1238,12 @@ def selftest_checks(outdir, md, plot_dir, written):
     expect(re.search(r"^\| esn \| 0\.10 \| 0\.25x \| 0\.01 \| 0\.05x \|", io8, re.M),
            "the migrations' table: esn's 0.10 per I/O (0.25x EEVDF's) and 0.01 across nodes "
            "(0.05x) (io-8)")
+    idle = md_part(text, "## Nodes without a device: the tasks that ran there")
+    expect(re.search(r"^\| io-8 \| eevdf \| [^|]+ \| fio 12\.0, kworker/\* 1\.5 \|$", idle, re.M),
+           "the idle nodes' tasks by the median over the repeats (fio 6, 12, 18: 12.0)")
+    expect(re.search(r"^\| io-8 \| esn \| [^|]+ \| python3 2\.0, stats 0\.9 \|$", idle, re.M),
+           "a task missing from one repeat counts 0 there (stats 0.9, 0, 0.9: 0.9)")
+    expect("| io-4 |" not in idle, "no row where no point has the tasks (io-4)")
     pngs = [f"{stem}-{p}.png" for stem in ("iops-vs-jobs", "p99-vs-jobs", "locality-vs-jobs")
             for p in ("off", "2.0")] + ["threshold-learned-vs-oracle.png"]
     for png in pngs:
