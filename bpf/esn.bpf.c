@@ -274,6 +274,7 @@ struct esn_sched_task {
 	bool io_placed;	 /* placed at its last wake-up or enqueue */
 	bool io_bound;	 /* I/O-bound then, placed or not (it found no slot) */
 	bool woke_node_set; /* select_cpu's woke_node awaits its enqueue */
+	bool woke_idle;	 /* its wake-up went straight to an idle CPU */
 	u8 woke_node;	 /* task_io_node() at select_cpu (ESN_NO_NODE: fair) */
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
@@ -1089,10 +1090,16 @@ static __always_inline bool direct_dispatch_safe(s32 cpu)
 	return false;
 }
 
-/* Straight onto the local queue of @cpu (a wake-up that found it idle). */
+/*
+ * Straight onto the local queue of @cpu (a wake-up that found it idle). Its
+ * wait is then the wake-up's own cost, which no choice of node avoids: the
+ * controller measures contention as the wait beyond it (woke_idle).
+ */
 static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
 			    s32 cpu)
 {
+	if (st)
+		st->woke_idle = true;
 	wait_on_node(p, st, node_of_cpu(cpu), SCX_ENQ_WAKEUP, true);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 }
@@ -1715,6 +1722,11 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu,
 	u64 wait;
 	u32 slot;
 
+	/* Read and cleared at every run's start, accounted or not: a stale
+	 * flag must not mark the next wait. */
+	bool woke_idle = st->woke_idle;
+
+	st->woke_idle = false;
 	if (!st->runnable_at)
 		return;
 	wait = now > st->runnable_at ? now - st->runnable_at : 0;
@@ -1728,6 +1740,10 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu,
 	if (st->io_placed) {
 		ns->io_waits++;
 		ns->io_wait_ns += wait;
+		if (woke_idle) {
+			ns->io_idle_waits++;
+			ns->io_idle_wait_ns += wait;
+		}
 	} else {
 		ns->fair_waits++;
 		ns->fair_wait_ns += wait;

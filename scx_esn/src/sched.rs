@@ -607,6 +607,8 @@ fn node_sched_of(v: &bpf_intf::esn_node_sched) -> NodeSched {
             io_wait_ns: v.io_wait_ns,
             fair_waits: v.fair_waits,
             fair_wait_ns: v.fair_wait_ns,
+            io_idle_waits: v.io_idle_waits,
+            io_idle_wait_ns: v.io_idle_wait_ns,
         },
         spill_in: v.spill_in,
         spill_out: v.spill_out,

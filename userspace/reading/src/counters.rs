@@ -213,6 +213,7 @@ mod tests {
                     io_wait_ns: 100_000,
                     fair_waits: 1,
                     fair_wait_ns: 3_000,
+                    ..Default::default()
                 },
                 ..Default::default()
             },
@@ -233,12 +234,14 @@ mod tests {
             io_wait_ns: 1_000,
             fair_waits: 1,
             fair_wait_ns: 5,
+            ..Default::default()
         };
         let before = NodeWaits {
             io_waits: 4,
             io_wait_ns: 400,
             fair_waits: 3,
             fair_wait_ns: 9,
+            ..Default::default()
         };
         let d = now.delta(&before);
         assert_eq!((d.io_waits, d.io_wait_ns), (6, 600));

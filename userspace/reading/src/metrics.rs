@@ -414,6 +414,7 @@ mod tests {
                     io_wait_ns: 2_000_000_000,
                     fair_waits: 1,
                     fair_wait_ns: 5,
+                    ..Default::default()
                 },
                 spill_in: 3,
                 stolen_from: 6,

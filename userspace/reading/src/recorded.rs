@@ -47,6 +47,8 @@ fn recorded(secs: u64) -> Cumulative {
                     io_wait_ns: secs * 40 * n * 15_000,
                     fair_waits: secs * 90,
                     fair_wait_ns: secs * 90 * 4_000,
+                    io_idle_waits: secs * 30 * n,
+                    io_idle_wait_ns: secs * 30 * n * 10_000,
                 },
                 wait_hist,
                 spill_in: secs * n,

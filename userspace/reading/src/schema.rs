@@ -121,9 +121,11 @@ const STRUCTS: &[StructDoc] = &[
         desc: "Runnable-to-running waits on one node, summed over its CPUs",
         fields: &[
             f("io_waits", Datum(U64), "Waits of placed I/O-bound tasks"),
-            f("io_wait_ns", Datum(U64), "Their total, ns (mean = io_wait_ns / io_waits: the contention the controller weighs)"),
+            f("io_wait_ns", Datum(U64), "Their total, ns (mean = io_wait_ns / io_waits)"),
             f("fair_waits", Datum(U64), "Waits of all other tasks"),
             f("fair_wait_ns", Datum(U64), "Their total, ns"),
+            f("io_idle_waits", Datum(U64), "Of io_waits, the wake-ups that went straight to an idle CPU"),
+            f("io_idle_wait_ns", Datum(U64), "Their total, ns: an uncontended wake-up's cost; the controller weighs the mean of io_wait_ns beyond its mean as contention"),
         ],
     },
     StructDoc {

@@ -29,6 +29,7 @@ fn full_interval() -> IntervalStats {
                 io_wait_ns: 25_000,
                 fair_waits: 4,
                 fair_wait_ns: 3_000,
+                ..Default::default()
             },
             cpus: 2,
             busy_pct: Some(87.5),

@@ -98,6 +98,7 @@ pub fn node_load(node: u32, placed: u32, threshold: u32, busy: Option<f64>) -> N
             io_wait_ns: 12_500_000,
             fair_waits: 400,
             fair_wait_ns: 8_000_000,
+            ..Default::default()
         },
         cpus: 16,
         busy_pct: busy,
