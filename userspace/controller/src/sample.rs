@@ -119,6 +119,16 @@ pub struct NodeWaits {
 }
 
 impl NodeWaits {
+    /// Adds another copy's counts (one CPU's, when summing a per-CPU map).
+    pub fn merge(&mut self, other: &NodeWaits) {
+        self.io_waits += other.io_waits;
+        self.io_wait_ns += other.io_wait_ns;
+        self.fair_waits += other.fair_waits;
+        self.fair_wait_ns += other.fair_wait_ns;
+        self.io_idle_waits += other.io_idle_waits;
+        self.io_idle_wait_ns += other.io_idle_wait_ns;
+    }
+
     /// Saturating, like the counters: a reset never shows as a huge wait.
     pub fn delta(&self, before: &NodeWaits) -> NodeWaits {
         NodeWaits {

@@ -102,3 +102,31 @@ fn contention_is_the_wait_beyond_an_uncontended_wake_up() {
     let d = waits((10, 2_000_000), (8, 800_000)).delta(&waits((4, 500_000), (9, 900_000)));
     assert_eq!((d.io_idle_waits, d.io_idle_wait_ns), (0, 0));
 }
+
+#[test]
+fn summing_and_differencing_waits_keeps_every_field() {
+    // Distinct values in every field, through serde so that a field added to the
+    // struct and forgotten in merge() or delta() fails here.
+    let one: NodeWaits = serde_json::from_value(serde_json::json!({
+        "io_waits": 1, "io_wait_ns": 2, "fair_waits": 3, "fair_wait_ns": 4,
+        "io_idle_waits": 5, "io_idle_wait_ns": 6
+    }))
+    .unwrap();
+    let fields = serde_json::to_value(one)
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .len();
+    assert_eq!(fields, 6, "a new NodeWaits field: add it to this test");
+    let mut sum = one;
+    sum.merge(&one);
+    let doubled = serde_json::to_value(sum).unwrap();
+    for (name, v) in serde_json::to_value(one).unwrap().as_object().unwrap() {
+        assert_eq!(
+            doubled[name],
+            v.as_u64().unwrap() * 2,
+            "merge() drops {name}"
+        );
+    }
+    assert_eq!(sum.delta(&one), one, "delta() drops a field");
+}

@@ -104,10 +104,7 @@ pub struct NodeSched {
 impl NodeSched {
     /// Adds another copy (one CPU's).
     pub fn merge(&mut self, v: &NodeSched) {
-        self.waits.io_waits += v.waits.io_waits;
-        self.waits.io_wait_ns += v.waits.io_wait_ns;
-        self.waits.fair_waits += v.waits.fair_waits;
-        self.waits.fair_wait_ns += v.waits.fair_wait_ns;
+        self.waits.merge(&v.waits);
         for (sum, &n) in self
             .wait_hist
             .slots
