@@ -1093,7 +1093,7 @@ static __always_inline bool direct_dispatch_safe(s32 cpu)
 /*
  * Straight onto the local queue of @cpu (a wake-up that found it idle). Its
  * wait is then the wake-up's own cost, which no choice of node avoids: the
- * controller measures contention as the wait beyond it (woke_idle).
+ * stats count it apart (woke_idle, io_idle_waits).
  */
 static void run_on_idle_cpu(struct task_struct *p, struct esn_sched_task *st,
 			    s32 cpu)

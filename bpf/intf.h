@@ -209,8 +209,8 @@ struct esn_task_io {
 /*
  * Per node of the CPU that ran the task, cumulative, per-CPU: how long tasks
  * waited between becoming runnable (wake-up or preemption) and running. For
- * the placed I/O-bound tasks, what it exceeds an uncontended wake-up's by is
- * the contention penalty the controller weighs against the NUMA penalty.
+ * the placed I/O-bound tasks this is the contention penalty the controller
+ * weighs against the NUMA penalty.
  */
 struct esn_node_sched {
 	u64 io_waits;		/* placed I/O-bound tasks: runs counted */
@@ -220,8 +220,8 @@ struct esn_node_sched {
 	/*
 	 * The placed tasks' waits again, for the wake-ups that went straight
 	 * to an idle CPU: an uncontended wake-up's cost, which a task spilled
-	 * to another node pays too. The controller weighs only the wait
-	 * beyond it.
+	 * to another node pays too (served in the stats; the controller
+	 * weighs the whole wait).
 	 */
 	u64 io_idle_waits;
 	u64 io_idle_wait_ns;

@@ -5,19 +5,13 @@
 # --threshold learns node 1's threshold (the NVMe's node) while 3 fio jobs
 # read the disk; bpftrace counts which node submitted the bios, as referee.
 # Node 1 has 2 CPUs, so its threshold is 1 or 2; node 0 takes what spills.
-#   L. measured penalty, crowding: this emulator has no interconnect, remote
-#      I/O costs what local I/O costs (P_numa ~1.0), and a spinner pinned to
-#      each of node 1's CPUs makes a placed job wait for a CPU there beyond an
-#      uncontended wake-up (the contention the controller weighs; without the
-#      spinners the jobs' waits on node 1 are wake-ups onto idle CPUs, which a
-#      job on node 0 pays too, and the controller is indifferent, since
-#      2026-11-29). Crowding is the greater evil: from its CPU count (2) the
-#      threshold settles at 1 and the jobs spread: 1 of 3 mostly on node 1.
-#      Settled value and time reported.
+#   L. measured penalty: this emulator has no interconnect, remote I/O costs
+#      what local I/O costs (P_numa ~1.0), so any CPU wait on node 1 is the
+#      greater evil: from its CPU count (2) the threshold settles at 1 and the
+#      jobs spread: 1 of 3 mostly on node 1. Settled value and time reported.
 #   S. SIGINT: exit 0, the learned state saved with node 1 at its threshold.
-#   P. --numa-penalty 3.0 on the same state file, the spinners gone: starts
-#      from the saved 1, and since remote I/O is now the greater evil (and
-#      node 1 is no longer crowded), settles at 2: 2 of
+#   P. --numa-penalty 3.0 on the same state file: starts from the saved 1,
+#      and since waiting for a CPU is now the lesser evil, settles at 2: 2 of
 #      3 jobs mostly on node 1, and node 1's share of the bios at least 20
 #      points above L's (expected about 67 % vs 33 %).
 #   M. during P, `scx_esn --monitor 1 --json` reads the running scheduler's
@@ -226,13 +220,7 @@ if ! bio_trace_start "$dev"; then
 fi
 
 # ---- L. the measured penalty: settles low, the jobs spread -------------------------
-# One spinner pinned to each of node 1's CPUs: a placed job finds no idle CPU
-# there at its completions and waits, or preempts a spinner, where on node 0 it
-# would find one idle.
-spin 0 2
-spin 0 3
 phase L "$runtime_l" "${common_args[@]}"
-spin_stop
 l_pct1=$MB_PCT1
 ok=0
 [[ $MB_RC == 0 && $P_FINAL == 1 && $P_SOURCE == measured ]] && ((MB_JOBS == jobs && MB_JOBS_N1 == 1)) && ok=1
