@@ -1718,14 +1718,13 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu,
 					 u64 now)
 {
 	u32 node = st->wait_node < nr_nodes ? st->wait_node : node_of_cpu(cpu);
+	bool woke_idle = st->woke_idle;
 	struct esn_node_sched *ns;
 	u64 wait;
 	u32 slot;
 
-	/* Read and cleared at every run's start, accounted or not: a stale
-	 * flag must not mark the next wait. */
-	bool woke_idle = st->woke_idle;
-
+	/* Cleared at every run's start, accounted or not: a stale flag must
+	 * not mark the next wait. */
 	st->woke_idle = false;
 	if (!st->runnable_at)
 		return;
