@@ -177,7 +177,10 @@ class BioReferee:
         script = BT_SCRIPT
         if NODE_TASKS:
             # Its probe before the script's interval block, which prints @ontime.
-            text = open(BT_SCRIPT).read().replace(
+            text = open(BT_SCRIPT).read()
+            if "interval:s:1\n{\n" not in text:
+                raise RuntimeError(f"BENCH_NODE_TASKS: no interval:s:1 block in {BT_SCRIPT}")
+            text = text.replace(
                 "interval:s:1\n{\n", NODE_TASKS_BT + "\ninterval:s:1\n{\n\tprint(@ontime);\n", 1)
             script = os.path.join(WORK, "bench-referee.bt")
             with open(script, "w") as f:

@@ -145,14 +145,6 @@ impl NodeWaits {
         (self.io_waits > 0).then(|| self.io_wait_ns as f64 / self.io_waits as f64)
     }
 
-    /// Mean wait of the placed tasks' wake-ups that found an idle CPU, in ns: the
-    /// part of [`Self::io_mean_ns`] that a task spilled to another node would pay
-    /// too. Served in the stats, not weighed by the controller (see
-    /// docs/PERFORMANCE.md, 2026-11-29, for what weighing only the excess did).
-    pub fn io_idle_mean_ns(&self) -> Option<f64> {
-        (self.io_idle_waits > 0).then(|| self.io_idle_wait_ns as f64 / self.io_idle_waits as f64)
-    }
-
     pub fn fair_mean_ns(&self) -> Option<f64> {
         (self.fair_waits > 0).then(|| self.fair_wait_ns as f64 / self.fair_waits as f64)
     }
