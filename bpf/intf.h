@@ -10,6 +10,7 @@
 
 #ifndef __VMLINUX_H__
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef int s32;
 typedef unsigned long long u64;
@@ -209,8 +210,8 @@ struct esn_task_io {
 /*
  * Per node of the CPU that ran the task, cumulative, per-CPU: how long tasks
  * waited between becoming runnable (wake-up or preemption) and running. For
- * the placed I/O-bound tasks this is the contention penalty the controller
- * weighs against the NUMA penalty.
+ * the placed I/O-bound tasks, what it exceeds an uncontended wake-up's by is
+ * the contention penalty the controller weighs against the NUMA penalty.
  */
 struct esn_node_sched {
 	u64 io_waits;		/* placed I/O-bound tasks: runs counted */
@@ -220,8 +221,8 @@ struct esn_node_sched {
 	/*
 	 * The placed tasks' waits again, for the wake-ups that went straight
 	 * to an idle CPU: an uncontended wake-up's cost, which a task spilled
-	 * to another node pays too (served in the stats; the controller
-	 * weighs the whole wait).
+	 * to another node pays too. The controller weighs only the wait
+	 * beyond it.
 	 */
 	u64 io_idle_waits;
 	u64 io_idle_wait_ns;
@@ -245,7 +246,7 @@ struct esn_placement {
 	u32 dev;	/* kernel dev_t (MAJOR << 20 | MINOR) of the home device */
 	u8 node;	/* node the task is placed on */
 	u8 home_node;	/* node of its device; differs from node when spilled */
-	u8 pad[2];
+	u16 rank;	/* slots node held when it was placed: newest shed first */
 };
 
 #endif /* __ESN_INTF_H */

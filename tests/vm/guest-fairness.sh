@@ -71,22 +71,6 @@ crowd=${ESN_CROWD:-24}
 ioprio_gain=${ESN_IOPRIO_GAIN:-0.10}
 loads=" ${ESN_FAIR_LOADS:-N R S W G P} "
 clk_tck=$(getconf CLK_TCK)
-spinners=()
-
-spin() { # NICE CPUS [chrt args...]: a busy loop in the background, pid in spinners
-	local nice=$1 cpus=$2
-	shift 2
-	"$@" nice -n "$nice" taskset -c "$cpus" sh -c 'while :; do :; done' >/dev/null 2>&1 &
-	spinners+=("$!")
-}
-
-spin_stop() {
-	((${#spinners[@]})) || return 0
-	kill "${spinners[@]}" 2>/dev/null
-	wait "${spinners[@]}" 2>/dev/null
-	spinners=()
-}
-
 # ticks PID: sets TICKS to the task's user + system CPU ticks (0 if it is gone).
 # Builtins only, no fork: the crowd loads read 50 of these while 25 spinners
 # leave this script a third of single-threaded TCG's one host thread, where an

@@ -109,6 +109,23 @@ tmpfs_copy() { # NAME BINARY [LIBDIR] -> prints the path of a wrapper running th
 		echo "$dir/$name"
 }
 
+# CPU hogs: busy loops in the background, their pids in spinners.
+spinners=()
+
+spin() { # NICE CPUS [chrt args...]: one more busy loop, pid in spinners
+	local nice=$1 cpus=$2
+	shift 2
+	"$@" nice -n "$nice" taskset -c "$cpus" sh -c 'while :; do :; done' >/dev/null 2>&1 &
+	spinners+=("$!")
+}
+
+spin_stop() {
+	((${#spinners[@]})) || return 0
+	kill "${spinners[@]}" 2>/dev/null
+	wait "${spinners[@]}" 2>/dev/null
+	spinners=()
+}
+
 fio_randread_args() { # DEV JOBS SECONDS [more fio args]
 	local dev=$1 jobs=$2 secs=$3
 	shift 3

@@ -21,7 +21,10 @@
 //!   Before any measurement it is the prior (1.3); a configured override replaces it.
 //! * **P_cont(n)** = 1 + run delay / local device latency, observed with n tasks
 //!   placed: how much a placed task's request cycle stretches because it waits for a
-//!   CPU. It grows with n, and faster than linearly once the node's CPUs fill up, so
+//!   CPU. The run delay is the wait beyond an uncontended wake-up's (one that went
+//!   straight to an idle CPU, [`NodeWaits::io_contended_mean_ns`]): a task spilled
+//!   to another node pays that much too, so it is no reason to spill. It grows with
+//!   n, and faster than linearly once the node's CPUs fill up, so
 //!   the controller fits a quadratic a·n² + b·n + c to the observed (n, P_cont)
 //!   points by recursive least squares with forgetting (`fit.rs`).
 //!

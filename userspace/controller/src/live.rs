@@ -140,7 +140,7 @@ pub fn node_sample(
         elapsed_s: elapsed.as_secs_f64(),
         local_lat: device_latency(before, now, disks, Locality::Local),
         remote_lat: device_latency(before, now, disks, Locality::Remote),
-        run_delay: LatencyStat::new(waits.io_waits, waits.io_mean_ns().unwrap_or(0.0)),
+        run_delay: LatencyStat::new(waits.io_waits, waits.io_contended_mean_ns().unwrap_or(0.0)),
     }
 }
 
@@ -487,6 +487,24 @@ mod tests {
         assert_eq!(s.contention(1), Some(1.1));
         assert_eq!(s.completion_rate(1), Some(3.0));
         assert_eq!(s.completion_rate(4), None);
+
+        // Three of the four waits found an idle CPU and took 1 µs each: the
+        // fourth took 5 µs, and only the mean's excess over 1 µs is contention.
+        let waits = NodeWaits {
+            io_idle_waits: 3,
+            io_idle_wait_ns: 3_000,
+            ..waits
+        };
+        let s = node_sample(
+            &before,
+            &now,
+            &[DevT(disk)],
+            &waits,
+            2,
+            Duration::from_secs(1),
+        );
+        assert_eq!(s.run_delay, LatencyStat::new(4, 1_000.0));
+        assert_eq!(s.contention(1), Some(1.05));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The two ratios read from a sample, when a sample has none, and the waits they
-//! are read from.
+//! The two ratios read from a sample, when a sample has none, and the wait the
+//! contention ratio is read from.
 
 use esn_controller::{LatencyStat, NodeSample, NodeWaits, CONTENTION_MAX};
 
@@ -66,6 +66,41 @@ fn broken_means_are_no_data() {
     let s = sample(4, (100, 1e-300), (100, 1e300), (100, 1e300));
     assert_eq!(s.numa_ratio(50), None);
     assert_eq!(s.contention(50), None);
+}
+
+#[test]
+fn contention_is_the_wait_beyond_an_uncontended_wake_up() {
+    let waits = |io: (u64, u64), idle: (u64, u64)| NodeWaits {
+        io_waits: io.0,
+        io_wait_ns: io.1,
+        io_idle_waits: idle.0,
+        io_idle_wait_ns: idle.1,
+        ..Default::default()
+    };
+    // Every wake-up found an idle CPU: no contention, however long they took.
+    assert_eq!(
+        waits((10, 1_500_000), (10, 1_500_000)).io_contended_mean_ns(),
+        Some(0.0)
+    );
+    // 8 of 10 idle at 100 µs, 2 queued at 600 µs: mean 200 µs, 100 µs beyond.
+    let w = waits((10, 2_000_000), (8, 800_000));
+    assert_eq!(w.io_idle_mean_ns(), Some(100_000.0));
+    assert_eq!(w.io_contended_mean_ns(), Some(100_000.0));
+    // None found an idle CPU: the whole mean, as it was before the split.
+    assert_eq!(
+        waits((4, 400_000), (0, 0)).io_contended_mean_ns(),
+        Some(100_000.0)
+    );
+    // Idle wake-ups slower than the mean (a torn read): never below zero.
+    assert_eq!(
+        waits((4, 400), (4, 4_000)).io_contended_mean_ns(),
+        Some(0.0)
+    );
+    // No waits at all: no data.
+    assert_eq!(waits((0, 0), (0, 0)).io_contended_mean_ns(), None);
+    // The interval's share, as the other counters: saturating.
+    let d = waits((10, 2_000_000), (8, 800_000)).delta(&waits((4, 500_000), (9, 900_000)));
+    assert_eq!((d.io_idle_waits, d.io_idle_wait_ns), (0, 0));
 }
 
 #[test]

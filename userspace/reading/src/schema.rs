@@ -125,7 +125,7 @@ const STRUCTS: &[StructDoc] = &[
             f("fair_waits", Datum(U64), "Waits of all other tasks"),
             f("fair_wait_ns", Datum(U64), "Their total, ns"),
             f("io_idle_waits", Datum(U64), "Of io_waits, the wake-ups that went straight to an idle CPU"),
-            f("io_idle_wait_ns", Datum(U64), "Their total, ns: an uncontended wake-up's cost, which a task spilled to another node pays too"),
+            f("io_idle_wait_ns", Datum(U64), "Their total, ns: an uncontended wake-up's cost; the controller weighs the mean of io_wait_ns beyond its mean as contention"),
         ],
     },
     StructDoc {
