@@ -231,7 +231,8 @@ fi
 # one spinner pinned to each of node 1's CPUs: a placed job finds no idle CPU
 # there at its completions and waits, or preempts a spinner, where on node 0 it
 # would find one idle. Not from fio's start: under single-threaded TCG two
-# vCPUs that never idle slowed fio's start by ~40 s (2026-11-29).
+# vCPUs that never idle slowed fio's start by ~40 s (2026-11-29; under EEVDF
+# as much: a 2 s fio run beside them took 14-47 s either way).
 fio_beside_spinners() {
 	local stat=/sys/block/$(basename "$dev")/stat reads0 reads t rc
 	read -r reads0 _ <"$stat"
