@@ -471,14 +471,17 @@ mod tests {
             fair_wait_ns: 1,
             ..Default::default()
         };
-        let s = node_sample(
-            &before,
-            &now,
-            &[DevT(disk)],
-            &waits,
-            2,
-            Duration::from_secs(1),
-        );
+        let sample = |waits: &NodeWaits| {
+            node_sample(
+                &before,
+                &now,
+                &[DevT(disk)],
+                waits,
+                2,
+                Duration::from_secs(1),
+            )
+        };
+        let s = sample(&waits);
         assert_eq!(s.placed, 2);
         assert_eq!(s.local_lat, LatencyStat::new(2, 20_000.0));
         assert_eq!(s.remote_lat, LatencyStat::new(1, 60_000.0));
@@ -495,14 +498,7 @@ mod tests {
             io_idle_wait_ns: 3_000,
             ..waits
         };
-        let s = node_sample(
-            &before,
-            &now,
-            &[DevT(disk)],
-            &waits,
-            2,
-            Duration::from_secs(1),
-        );
+        let s = sample(&waits);
         assert_eq!(s.run_delay, LatencyStat::new(4, 1_000.0));
         assert_eq!(s.contention(1), Some(1.05));
     }
