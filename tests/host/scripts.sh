@@ -302,8 +302,13 @@ if m is not None:
     h = sum(hist_count(v) for k, v in m.get("iowait_runq_usecs", {}).items() if k[0] in nodes)
     f = sum(v for k, v in m.get("iowait_tasks", {}).items() if k[0] == "fio" and k[1] in nodes)
     # One sleep per psync read; other tasks' waits only add to the node totals.
+    # The count, the histogram and the per-task count are bumped by the same
+    # probe but read one after the other at exit, while wake-ups still fire:
+    # they may differ by the few in between (65098 against 65097 in one CI
+    # run), never more.
+    slack = 2 + w // 10000
     check("iowait-runq: fio's I/O wake-ups on the CPUs' node(s) ~ fio's I/Os",
-          0.5 * ios <= f <= 1.02 * ios + 50 and w >= f and h == w,
+          0.5 * ios <= f <= 1.02 * ios + 50 and w + slack >= f and abs(h - w) <= slack,
           f"fio {f}, all {w} wake-ups, {h} in the histograms (fio {ios} I/Os); "
           f"avg {m.get('iowait_avg_usecs')} us, others {m.get('other_avg_usecs')} us")
 
