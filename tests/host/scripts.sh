@@ -12,7 +12,8 @@
 #     I/Os, its node (DEV_NODE) and locality as sysfs says (-1: nonode);
 #   - blk-lat-node: as many requests, a histogram, a mean device latency
 #     no higher than fio's completion latency (x1.5);
-#   - iowait-runq: I/O wake-ups >= 50 % of fio's I/Os, histogram present;
+#   - iowait-runq: fio's I/O wake-ups 75-102 % of fio's own context
+#     switches (no more than its I/Os), histogram present;
 #   - io-task-migrations: fio's forced move seen with the right node pair;
 #   - esn-decisions: refused with a clear message where the kernel has no
 #     sched_ext (it runs for real in tests/vm/guest-scripts.sh);
@@ -226,8 +227,10 @@ repo, out, ver, disk = sys.argv[1:5]
 dev_node, node_a, node_b, kprobes, sched_ext = (int(x) for x in sys.argv[5:10])
 names = ["nvme-locality", "blk-lat-node", "io-task-migrations", "iowait-runq", "esn-decisions"]
 rcs = dict(zip(names, (int(x) for x in sys.argv[10:])))
-fio = json.load(open(f"{out}/fio.json"))["jobs"][0]["read"]
+fio_job = json.load(open(f"{out}/fio.json"))["jobs"][0]
+fio = fio_job["read"]
 ios = fio["total_ios"]
+fio_ctx = fio_job["ctx"]  # the job's context switches, from its own getrusage
 clat_us = fio["clat_ns"]["mean"] / 1000
 old = ver.startswith("v0.17.")
 want_loc = "nonode" if dev_node < 0 else None  # else per submitting node
@@ -301,15 +304,22 @@ if m is not None:
     w = sum(v for k, v in m.get("iowait_wakeups", {}).items() if k[0] in nodes)
     h = sum(hist_count(v) for k, v in m.get("iowait_runq_usecs", {}).items() if k[0] in nodes)
     f = sum(v for k, v in m.get("iowait_tasks", {}).items() if k[0] == "fio" and k[1] in nodes)
-    # One sleep per psync read; other tasks' waits only add to the node totals.
-    # The count, the histogram and the per-task count are bumped by the same
-    # probe but read one after the other at exit, while wake-ups still fire:
-    # they may differ by the few in between (65098 against 65097 in one CI
-    # run), never more.
+    # At most one sleep per psync read, but a read whose completion comes
+    # before fio has gone to sleep wakes nobody: on a fast disk that was 3 of
+    # 4 reads (26 % of them woke fio in one CI run, 74 % in the run before).
+    # Every sleep is a context switch, which fio counts itself: the wake-ups
+    # are held to that (98-99.6 % of it in those runs; preemptions add
+    # switches without a wake-up, so not all). Other tasks' waits only add to
+    # the node totals. The count, the histogram and the per-task count are
+    # bumped by the same probe but read one after the other at exit, while
+    # wake-ups still fire: they may differ by the few in between (65098
+    # against 65097 in one CI run), never more.
     slack = 2 + w // 10000
-    check("iowait-runq: fio's I/O wake-ups on the CPUs' node(s) ~ fio's I/Os",
-          0.5 * ios <= f <= 1.02 * ios + 50 and w + slack >= f and abs(h - w) <= slack,
-          f"fio {f}, all {w} wake-ups, {h} in the histograms (fio {ios} I/Os); "
+    check("iowait-runq: fio's I/O wake-ups on the CPUs' node(s) ~ fio's context switches",
+          0.75 * fio_ctx <= f <= min(1.02 * fio_ctx, 1.02 * ios) + 50
+          and w + slack >= f and abs(h - w) <= slack,
+          f"fio {f}, all {w} wake-ups, {h} in the histograms (fio {fio_ctx} context switches, "
+          f"{ios} I/Os); "
           f"avg {m.get('iowait_avg_usecs')} us, others {m.get('other_avg_usecs')} us")
 
 m = ran("io-task-migrations")
