@@ -121,7 +121,7 @@ const STRUCTS: &[StructDoc] = &[
         desc: "Runnable-to-running waits on one node, summed over its CPUs",
         fields: &[
             f("io_waits", Datum(U64), "Waits of placed I/O-bound tasks"),
-            f("io_wait_ns", Datum(U64), "Their total, ns (mean = io_wait_ns / io_waits: the contention the controller weighs)"),
+            f("io_wait_ns", Datum(U64), "Their total, ns (mean = io_wait_ns / io_waits; the controller weighs its excess over the idle wake-ups' mean)"),
             f("fair_waits", Datum(U64), "Waits of all other tasks"),
             f("fair_wait_ns", Datum(U64), "Their total, ns"),
             f("io_idle_waits", Datum(U64), "Of io_waits, the wake-ups that went straight to an idle CPU"),
