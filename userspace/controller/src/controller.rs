@@ -8,7 +8,8 @@
 //!    counter moves. An idle node, or one whose counters were garbage, must not drift
 //!    on what it learned before; an exploration that got no data is still pending.
 //! 4. The target: from the fitted curve if it is usable, else one step by direct
-//!    evidence (`target.rs`, `evidence.rs`).
+//!    evidence (`target.rs`, `evidence.rs`), balanced against what a spill costs:
+//!    P_numa plus the wait for a CPU on the node spilled to (`penalty.rs`).
 //! 5. Let the threshold follow the target under hysteresis and rate limit
 //!    (`stability.rs`).
 //! 6. If it did not move, and it has held still for `explore_every` informative
@@ -20,7 +21,7 @@ use crate::config::{ControllerConfig, Objective};
 use crate::decision::Decision;
 use crate::evidence::Evidence;
 use crate::fit::{QuadraticFit, Reference, Update};
-use crate::penalty::NumaPenalty;
+use crate::penalty::{NumaPenalty, SpillContention};
 use crate::persist::NodeState;
 use crate::sample::{NodeSample, CONTENTION_MAX};
 use crate::stability::{Governor, Limits};
@@ -35,6 +36,8 @@ pub struct NodeController {
     /// The learned threshold (an exploring interval answers one more, but this stays).
     threshold: u32,
     numa: NumaPenalty,
+    /// What a spilled task waits for a CPU on the next node: added to P_numa.
+    spill: SpillContention,
     fit: QuadraticFit,
     evidence: Evidence,
     governor: Governor,
@@ -68,6 +71,7 @@ impl NodeController {
             max,
             threshold: initial_threshold.clamp(min, max),
             numa: NumaPenalty::new(),
+            spill: SpillContention::default(),
             fit: QuadraticFit::new(max),
             evidence: Evidence::default(),
             governor: Governor::default(),
@@ -92,6 +96,8 @@ impl NodeController {
             .numa
             .observe(s.numa_ratio(self.cfg.min_samples), &self.cfg)
             && self.cfg.numa_penalty_override.is_none();
+        self.spill
+            .observe(s.spill_contention(self.cfg.min_samples), &self.cfg);
         // A point outside the bounds cannot be a real placement (the threshold never
         // allows it) and x = n / scale far above 1 would dominate the fit.
         let p_cont = s
@@ -106,6 +112,10 @@ impl NodeController {
         }
 
         let (p_numa, p_numa_source) = self.numa.value(&self.cfg);
+        let spill_contention = self.spill.value(&self.cfg);
+        // What the next task pays if it is spilled: the interconnect, and the
+        // wait for a CPU on the node it spills to.
+        let p_spill = p_numa + spill_contention;
         let curve = self.curve();
         let n_star = match (curve, self.evidence.span()) {
             (Some(_), Some(observed)) => fitted_target(
@@ -113,7 +123,7 @@ impl NodeController {
                 observed,
                 self.threshold,
                 (self.min, self.max),
-                p_numa,
+                p_spill,
             ),
             _ => None,
         };
@@ -128,6 +138,7 @@ impl NodeController {
                 threshold: climb.answer,
                 p_numa,
                 p_numa_source,
+                spill_contention,
                 curve,
                 n_star: None,
                 exploring: self.exploring,
@@ -143,7 +154,7 @@ impl NodeController {
                 Some(n) => n,
                 None => self
                     .evidence
-                    .target(self.threshold, p_numa, self.min, self.max),
+                    .target(self.threshold, p_spill, self.min, self.max),
             };
             let next = self.governor.follow(self.threshold, target, self.limits());
             self.exploring = false;
@@ -167,6 +178,7 @@ impl NodeController {
             threshold: self.threshold + u32::from(exploring),
             p_numa,
             p_numa_source,
+            spill_contention,
             curve,
             n_star,
             exploring,
@@ -247,6 +259,7 @@ impl NodeController {
             max_threshold: self.max,
             fit: self.fit.to_state(),
             numa: self.numa.to_state(),
+            spill: self.spill.to_state(),
             observed: self.evidence.to_state(),
             pending: self.governor.to_state(),
             since_explore: self.since_explore,
@@ -277,6 +290,7 @@ impl NodeController {
             max,
             threshold,
             numa: NumaPenalty::from_state(&state.numa),
+            spill: SpillContention::from_state(&state.spill),
             fit,
             evidence,
             governor: Governor::from_state(&state.pending),

@@ -19,6 +19,11 @@ pub struct Decision {
     /// The NUMA penalty the contention was balanced against.
     pub p_numa: f64,
     pub p_numa_source: PenaltySource,
+    /// What a task spilled to the next node waits there for a CPU, per local
+    /// request latency (0 until measured): P_cont was balanced against
+    /// `p_numa + spill_contention`.
+    #[serde(default)]
+    pub spill_contention: f64,
     /// (a, b, c) of the fitted P_cont(n) = a·n² + b·n + c, once the fit has points at
     /// three distinct n; `None` before.
     pub curve: Option<[f64; 3]>,
@@ -44,10 +49,16 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.020n²+0.050n+1.000,
-    /// n* 3": the inputs of the decision, for the log and the stats.
+    /// "P_numa 1.02 measured + spill 0.15, P_cont 1.31 at n=2, curve
+    /// 0.020n²+0.050n+1.000, n* 3": the inputs of the decision, for the log and
+    /// the stats.
     pub fn inputs_text(&self) -> String {
-        let mut out = format!("P_numa {:.2} {}", self.p_numa, self.p_numa_source.as_str());
+        let mut out = format!(
+            "P_numa {:.2} {} + spill {:.2}",
+            self.p_numa,
+            self.p_numa_source.as_str(),
+            self.spill_contention
+        );
         match self.p_cont {
             Some(p) => {
                 let _ = write!(out, ", P_cont {p:.2} at n={}", self.placed);
@@ -114,6 +125,7 @@ mod tests {
             threshold: 2,
             p_numa: 1.02,
             p_numa_source: PenaltySource::Measured,
+            spill_contention: 0.15,
             curve: Some([0.02, 0.05, 1.0]),
             n_star: Some(3),
             exploring: true,
@@ -140,12 +152,12 @@ mod tests {
         let mut d = decision();
         assert_eq!(
             d.inputs_text(),
-            "P_numa 1.02 measured, P_cont 1.31 at n=2, curve 0.020n²+0.050n+1.000, n* 3"
+            "P_numa 1.02 measured + spill 0.15, P_cont 1.31 at n=2, curve 0.020n²+0.050n+1.000, n* 3"
         );
         assert_eq!(
             decisions_text(&[d.clone()], &[2, 3]),
-            "control n1: threshold 3 (exploring) placed 2 | P_numa 1.02 measured, P_cont 1.31 \
-             at n=2, curve 0.020n²+0.050n+1.000, n* 3\n"
+            "control n1: threshold 3 (exploring) placed 2 | P_numa 1.02 measured + spill \
+             0.15, P_cont 1.31 at n=2, curve 0.020n²+0.050n+1.000, n* 3\n"
         );
         d.p_cont = None;
         d.curve = None;
@@ -154,7 +166,7 @@ mod tests {
         d.iops = Some(1234.4);
         assert_eq!(
             d.inputs_text(),
-            "P_numa 1.02 measured, P_cont - at n=2, curve -, n* - | IOPS 1234, probing up"
+            "P_numa 1.02 measured + spill 0.15, P_cont - at n=2, curve -, n* - | IOPS 1234, probing up"
         );
     }
 }

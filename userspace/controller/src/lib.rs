@@ -28,8 +28,15 @@
 //!   the controller fits a quadratic a·n² + b·n + c to the observed (n, P_cont)
 //!   points by recursive least squares with forgetting (`fit.rs`).
 //!
+//! * **Spill contention**: a spilled task also waits for a CPU on the node it goes to.
+//!   The same wait beyond an uncontended wake-up, of the tasks placed on the node
+//!   this one spills to first, over the local device latency, averaged like P_numa;
+//!   0 (the next node has a free CPU) until something was placed there. Beside a CPU
+//!   hog on every node, spilling only moves a task's wait and adds the interconnect.
+//!
 //! The threshold n* is the largest n for which the fitted P_cont(n) is still no
-//! worse than P_numa: beyond it, another task is better off remote.
+//! worse than P_numa + spill contention: beyond it, another task is better off
+//! remote.
 //!
 //! ```text
 //!  P_cont(n)
@@ -51,6 +58,7 @@
 //!  NodeSample ─▶ sample: enough data? ──no──▶ repeat the last answer, change nothing
 //!                  │ yes
 //!                  ├─ remote / local ──▶ penalty: EWMA ─────────────────────▶ P_numa
+//!                  ├─ next node's wait ─▶ penalty: EWMA ──────────▶ + spill contention
 //!                  └─ (n, P_cont) ─────▶ evidence: last 3 points per n ──────┐
 //!                                         │ their median: the outlier check │
 //!                                         ▼                                 │

@@ -7,7 +7,8 @@
 //!  every interval   io_hists Δ: device latency of the node's disks, │
 //!                     local vs remote submissions ──────────────────┤
 //!                   node_sched Δ: runnable→running wait of the      │
-//!                     node's placed I/O tasks ──────────────────────┤
+//!                     node's placed I/O tasks, and of those placed  │
+//!                     on the node it spills to first ───────────────┤
 //!                                                                   ▼
 //!                            NodeSample ─► NodeController::step ─► Decision
 //!                                                                   │
@@ -49,6 +50,8 @@ const STATE_LOCK_WAIT: Duration = Duration::from_secs(2);
 struct ControlledNode {
     node: u32,
     disks: Vec<DevT>,
+    /// The node its tasks spill to first (nearest with CPUs), if any.
+    spill_to: Option<u32>,
     ctl: NodeController,
     /// Sum of the nr_placed readings of the interval, for the mean.
     placed_sum: u64,
@@ -140,7 +143,21 @@ pub fn node_sample(
         elapsed_s: elapsed.as_secs_f64(),
         local_lat: device_latency(before, now, disks, Locality::Local),
         remote_lat: device_latency(before, now, disks, Locality::Remote),
-        run_delay: LatencyStat::new(waits.io_waits, waits.io_contended_mean_ns().unwrap_or(0.0)),
+        run_delay: contended_delay(waits),
+        spill_delay: LatencyStat::default(),
+    }
+}
+
+/// The placed tasks' waits beyond an uncontended wake-up's, as a sample.
+fn contended_delay(waits: &NodeWaits) -> LatencyStat {
+    LatencyStat::new(waits.io_waits, waits.io_contended_mean_ns().unwrap_or(0.0))
+}
+
+/// Node `node`'s waits between two cumulative readings (none if either lacks it).
+fn interval_waits(now: &[NodeWaits], before: &[NodeWaits], node: u32) -> NodeWaits {
+    match (now.get(node as usize), before.get(node as usize)) {
+        (Some(now), Some(before)) => now.delta(before),
+        _ => NodeWaits::default(),
     }
 }
 
@@ -297,9 +314,15 @@ impl Control {
                     }
                     None => NodeController::new(node, cpus, cpus, cfg),
                 };
+                let spill_to = plan
+                    .spill_order
+                    .get(node as usize)
+                    .and_then(|order| order.first())
+                    .map(|&n| u32::from(n));
                 ControlledNode {
                     node,
                     disks,
+                    spill_to,
                     ctl,
                     placed_sum: 0,
                 }
@@ -349,13 +372,13 @@ impl Control {
         let elapsed = now.saturating_duration_since(self.interval_start);
         self.interval_start = now;
         for n in &mut self.nodes {
-            let idx = n.node as usize;
-            let wait = match (waits.get(idx), self.last_waits.get(idx)) {
-                (Some(now), Some(before)) => now.delta(before),
-                _ => NodeWaits::default(),
-            };
+            let wait = interval_waits(&waits, &self.last_waits, n.node);
             let placed = mean_placed(n.placed_sum, self.ticks);
-            let sample = node_sample(&self.last_io, &io, &n.disks, &wait, placed, elapsed);
+            let mut sample = node_sample(&self.last_io, &io, &n.disks, &wait, placed, elapsed);
+            if let Some(spill_to) = n.spill_to {
+                sample.spill_delay =
+                    contended_delay(&interval_waits(&waits, &self.last_waits, spill_to));
+            }
             let learned_before = n.ctl.threshold();
             let decision = n.ctl.step(&sample);
             if n.ctl.threshold() != learned_before {
@@ -584,6 +607,54 @@ mod tests {
         let mut fewer = p.clone();
         fewer.node_cpus[1] = 1;
         assert_ne!(topology_fingerprint(&fewer), fp);
+    }
+
+    #[test]
+    fn a_busy_spill_node_keeps_the_tasks_home() {
+        // As below, two tasks placed on node 1 each wait a local request's
+        // latency (P_cont(2) = 2, P_numa 1.0), but the tasks spilled to node 0
+        // wait 1.5 times it there: a spill would cost 2.5, so nothing is shed.
+        // With node 0's waits idle-free, the same interval sheds one.
+        let p = plan();
+        let cfg = ControllerConfig {
+            confirm_intervals: 1,
+            min_samples: 1,
+            ..ControllerConfig::default()
+        };
+        let disk = 259 << 20;
+        for (spill_wait_ns, threshold, spill) in [(150_000, 2, 1.5), (0, 1, 0.0)] {
+            let mut c = Control::new(
+                &p,
+                &cfg,
+                None,
+                topology_fingerprint(&p),
+                BTreeMap::new(),
+                vec![NodeWaits::default(); 2],
+                None,
+            )
+            .unwrap();
+            let mut io = BTreeMap::new();
+            for locality in [Locality::Local, Locality::Remote] {
+                io.insert(key(disk, locality, Op::Read), counters(&[10_000; 10]));
+            }
+            c.tick(&[2, 2]);
+            let waits = vec![
+                NodeWaits {
+                    io_waits: 10,
+                    io_wait_ns: spill_wait_ns,
+                    ..Default::default()
+                },
+                NodeWaits {
+                    io_waits: 10,
+                    io_wait_ns: 100_000,
+                    ..Default::default()
+                },
+            ];
+            let d = c.step(io, waits)[0].clone();
+            assert_eq!(d.p_cont, Some(2.0));
+            assert_eq!(d.spill_contention, spill, "{}", d.inputs_text());
+            assert_eq!(d.threshold, threshold, "{}", d.inputs_text());
+        }
     }
 
     #[test]

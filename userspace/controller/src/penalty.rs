@@ -7,11 +7,28 @@
 //! and the average itself can never leave it. The first measurement replaces the
 //! prior outright instead of being blended with it: the prior is a guess about some
 //! other machine, one real interval already says more about this one.
+//!
+//! A spilled task pays more than the interconnect when the node it spills to is
+//! busy too: it waits for a CPU there. [`SpillContention`] averages that wait
+//! the same way, as a factor of the local request latency, and the controller
+//! adds it to P_numa: crowding the device's node is the lesser evil whenever
+//! P_cont(n) <= P_numa + spill contention. Until it is measured (nothing spilled
+//! yet) it is 0: the next node is taken to have a free CPU.
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ControllerConfig, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
-use crate::persist::NumaState;
+use crate::persist::{NumaState, SpillState};
+use crate::sample::CONTENTION_MAX;
+
+/// The moving average `avg` with the new value `r` (the first value replaces
+/// the lack of one outright).
+fn blend(avg: Option<f64>, r: f64, alpha: f64) -> f64 {
+    match avg {
+        None => r,
+        Some(avg) => avg + alpha * (r - avg),
+    }
+}
 
 /// Where the P_numa of a decision came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,10 +75,7 @@ impl NumaPenalty {
             return false;
         };
         let r = r.clamp(NUMA_PENALTY_MIN, NUMA_PENALTY_MAX);
-        self.ewma = Some(match self.ewma {
-            None => r,
-            Some(avg) => avg + cfg.numa_alpha * (r - avg),
-        });
+        self.ewma = Some(blend(self.ewma, r, cfg.numa_alpha));
         self.samples = self.samples.saturating_add(1);
         true
     }
@@ -91,6 +105,55 @@ impl NumaPenalty {
             .ewma
             .filter(|p| (NUMA_PENALTY_MIN..=NUMA_PENALTY_MAX).contains(p));
         NumaPenalty {
+            ewma,
+            samples: if ewma.is_some() { s.samples } else { 0 },
+        }
+    }
+}
+
+/// What a task spilled to the next node waits there for a CPU, beyond an
+/// uncontended wake-up, per local request latency: averaged like P_numa (same
+/// alpha), clamped to [0, [`CONTENTION_MAX`]], 0 until measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SpillContention {
+    ewma: Option<f64>,
+    samples: u64,
+}
+
+impl SpillContention {
+    /// Adds an interval's value, if it has one.
+    pub(crate) fn observe(&mut self, value: Option<f64>, cfg: &ControllerConfig) {
+        let Some(v) = value.filter(|v| v.is_finite()) else {
+            return;
+        };
+        self.ewma = Some(blend(
+            self.ewma,
+            v.clamp(0.0, CONTENTION_MAX),
+            cfg.numa_alpha,
+        ));
+        self.samples = self.samples.saturating_add(1);
+    }
+
+    /// The average, 0 before any measurement. A configured P_numa override
+    /// replaces the whole cost of a spill, this included.
+    pub(crate) fn value(&self, cfg: &ControllerConfig) -> f64 {
+        match cfg.numa_penalty_override {
+            Some(_) => 0.0,
+            None => self.ewma.unwrap_or(0.0),
+        }
+    }
+
+    pub(crate) fn to_state(&self) -> SpillState {
+        SpillState {
+            ewma: self.ewma,
+            samples: self.samples,
+        }
+    }
+
+    /// An average out of range, or not a number, starts afresh.
+    pub(crate) fn from_state(s: &SpillState) -> SpillContention {
+        let ewma = s.ewma.filter(|v| (0.0..=CONTENTION_MAX).contains(v));
+        SpillContention {
             ewma,
             samples: if ewma.is_some() { s.samples } else { 0 },
         }

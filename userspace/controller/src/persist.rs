@@ -73,6 +73,10 @@ pub struct NodeState {
     pub max_threshold: u32,
     pub fit: FitState,
     pub numa: NumaState,
+    /// What a spilled task waits for a CPU on the next node (absent in files
+    /// of builds before it: not measured).
+    #[serde(default)]
+    pub spill: SpillState,
     /// Direct observations per n, sorted by n.
     pub observed: Vec<ObservedPoint>,
     pub pending: PendingState,
@@ -99,6 +103,14 @@ pub struct FitState {
 /// intervals went into it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NumaState {
+    pub ewma: Option<f64>,
+    pub samples: u64,
+}
+
+/// The spill contention's moving average (`None` before any measurement) and
+/// how many intervals went into it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpillState {
     pub ewma: Option<f64>,
     pub samples: u64,
 }

@@ -61,6 +61,11 @@ pub struct NodeSample {
     /// Runnable-to-running delay of the placed I/O-bound tasks on this node, beyond
     /// an uncontended wake-up's ([`NodeWaits::io_contended_mean_ns`]).
     pub run_delay: LatencyStat,
+    /// The same delay of the I/O-bound tasks placed on the node this one spills
+    /// to first: what a spilled task waits there for a CPU. No samples where no
+    /// task was placed there, or on a machine with one node.
+    #[serde(default)]
+    pub spill_delay: LatencyStat,
     /// Length of the interval in seconds; 0 when unknown.
     #[serde(default)]
     pub elapsed_s: f64,
@@ -98,6 +103,17 @@ impl NodeSample {
         let delay = self.run_delay.non_negative_mean(min_samples)?;
         let local = self.local_lat.positive_mean(1)?;
         let p = 1.0 + delay / local;
+        p.is_finite().then_some(p.min(CONTENTION_MAX))
+    }
+
+    /// spill delay / local latency: what a task spilled to the next node pays
+    /// on top of P_numa, because it waits for a CPU there, in the same units as
+    /// [`NodeSample::contention`] (whose 1 is the request itself). Needs
+    /// `min_samples` waits on that node. At most [`CONTENTION_MAX`].
+    pub fn spill_contention(&self, min_samples: u64) -> Option<f64> {
+        let delay = self.spill_delay.non_negative_mean(min_samples)?;
+        let local = self.local_lat.positive_mean(1)?;
+        let p = delay / local;
         p.is_finite().then_some(p.min(CONTENTION_MAX))
     }
 }

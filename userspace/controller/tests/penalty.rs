@@ -12,6 +12,7 @@ fn latencies(local: f64, remote: f64, count: u64) -> NodeSample {
         local_lat: LatencyStat::new(count, local),
         remote_lat: LatencyStat::new(count, remote),
         run_delay: LatencyStat::default(),
+        spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
     }
 }

@@ -27,6 +27,7 @@ fn good() -> NodeSample {
         local_lat: stat(COUNT, LOCAL_NS),
         remote_lat: stat(COUNT, 3.0 * LOCAL_NS),
         run_delay: stat(COUNT, 0.68 * LOCAL_NS),
+        spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
     }
 }
@@ -41,6 +42,7 @@ fn garbage() -> Vec<NodeSample> {
             local_lat: stat(COUNT, bad_mean),
             remote_lat: stat(COUNT, bad_mean),
             run_delay: stat(COUNT, bad_mean),
+            spill_delay: stat(COUNT, bad_mean),
             elapsed_s: 1.0,
         });
         // The yardstick (local latency) broken: neither ratio has a denominator.
@@ -86,6 +88,7 @@ fn garbage() -> Vec<NodeSample> {
         local_lat: stat(COUNT, f64::MIN_POSITIVE),
         remote_lat: stat(COUNT, f64::MAX),
         run_delay: stat(COUNT, f64::MAX),
+        spill_delay: stat(COUNT, f64::MAX),
         ..good()
     });
     // All zero: an idle node.

@@ -9,6 +9,7 @@ fn sample(placed: u32, local: (u64, f64), remote: (u64, f64), delay: (u64, f64))
         local_lat: LatencyStat::new(local.0, local.1),
         remote_lat: LatencyStat::new(remote.0, remote.1),
         run_delay: LatencyStat::new(delay.0, delay.1),
+        spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
     }
 }
@@ -135,4 +136,27 @@ fn summing_and_differencing_waits_keeps_every_field() {
         NodeWaits::default(),
         "delta() does not saturate"
     );
+}
+
+#[test]
+fn spill_contention_is_the_next_nodes_wait_over_local_latency() {
+    let mut s = sample(2, (100, 10_000.0), (100, 13_000.0), (100, 2_500.0));
+    // Nothing placed where this node spills to: nothing known, whatever else is.
+    assert_eq!(s.spill_contention(50), None);
+    s.spill_delay = LatencyStat::new(100, 5_000.0);
+    assert_eq!(s.spill_contention(50), Some(0.5));
+    // It needs enough waits there, any local latency, and sane means.
+    assert_eq!(s.spill_contention(101), None);
+    s.local_lat = LatencyStat::new(1, 10_000.0);
+    assert_eq!(s.spill_contention(50), Some(0.5));
+    for bad in [f64::NAN, f64::INFINITY, -1.0] {
+        s.spill_delay = LatencyStat::new(100, bad);
+        assert_eq!(s.spill_contention(50), None, "{bad}");
+    }
+    // Absurd but finite: capped like P_cont.
+    s.spill_delay = LatencyStat::new(100, 1e12);
+    assert_eq!(s.spill_contention(50), Some(CONTENTION_MAX));
+    // It does not depend on tasks placed on this node.
+    s.placed = 0;
+    assert_eq!(s.spill_contention(50), Some(CONTENTION_MAX));
 }

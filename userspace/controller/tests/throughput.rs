@@ -13,6 +13,7 @@ fn interval(placed: u32, iops: u64) -> NodeSample {
         local_lat: LatencyStat::new(iops, 500_000.0),
         remote_lat: LatencyStat::new(0, 0.0),
         run_delay: LatencyStat::new(iops, 400_000.0),
+        spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
     }
 }

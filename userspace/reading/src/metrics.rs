@@ -240,6 +240,17 @@ impl Collector for Exposition {
             "P_numa the node's threshold is balanced against (remote over local I/O cost)",
             &p_numa,
         )?;
+        let spill: Vec<(Labels, f64)> = r
+            .decisions
+            .iter()
+            .map(|d| (vec![node(d.node)], d.spill_contention))
+            .collect();
+        gauge_family(
+            &mut encoder,
+            "scx_esn_spill_contention",
+            "What a task spilled from the node waits for a CPU where it spills to, over local I/O cost; added to P_numa",
+            &spill,
+        )?;
         let p_cont: Vec<(Labels, f64)> = r
             .decisions
             .iter()

@@ -75,6 +75,7 @@ fn recorded(secs: u64) -> Cumulative {
         threshold: 2,
         p_numa: 1.31,
         p_numa_source: PenaltySource::Measured,
+        spill_contention: 0.25,
         curve: Some([0.05, 0.1, 1.0]),
         n_star: Some(2),
         exploring: false,

@@ -136,6 +136,7 @@ const STRUCTS: &[StructDoc] = &[
             f("threshold", Datum(U64), "Threshold in force for the next interval (one above the learned one while exploring)"),
             f("p_numa", Datum(Float), "NUMA penalty: remote over local device latency"),
             f("p_numa_source", Datum(String), "Where p_numa came from: prior, measured or override"),
+            f("spill_contention", Datum(Float), "What a task spilled to the next node waits there for a CPU, over local device latency (0 until measured); the threshold balances P_cont against p_numa + this"),
             opt("curve", Array(Float), "a, b, c of the fitted contention curve P_cont(n) = a*n^2 + b*n + c"),
             opt("n_star", Datum(U64), "Balance point the fitted curve asks for, before hysteresis and rate limiting"),
             f("exploring", Datum(Bool), "true while this interval tries one task above the learned threshold"),

@@ -42,6 +42,7 @@ fn full_interval() -> IntervalStats {
             threshold: 2,
             p_numa: 1.3,
             p_numa_source: PenaltySource::Measured,
+            spill_contention: 0.0,
             curve: Some([0.1, 0.2, 0.7]),
             n_star: Some(2),
             exploring: true,

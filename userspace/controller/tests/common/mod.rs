@@ -83,6 +83,7 @@ impl SimNode {
             local_lat: LatencyStat::new(COUNT, LOCAL_NS),
             remote_lat: LatencyStat::new(COUNT, self.p_numa * LOCAL_NS),
             run_delay: LatencyStat::new(if n == 0 { 0 } else { COUNT }, (p - 1.0) * LOCAL_NS),
+            spill_delay: LatencyStat::default(),
             elapsed_s: 1.0,
         }
     }

@@ -126,6 +126,7 @@ pub fn decision(node: u32, threshold: u32, p_numa: f64, p_cont: Option<f64>) -> 
         threshold,
         p_numa,
         p_numa_source: PenaltySource::Measured,
+        spill_contention: 0.0,
         curve: Some([0.01, 0.02, 1.0]),
         n_star: Some(threshold),
         exploring: false,
