@@ -44,7 +44,7 @@
 #      that R's live scrape serves (tests/check-dashboard.py, which also
 #      proves it would notice any one of them missing).
 #   T. `scx_esn top` in tmux from the start of P: node 1's row shows 2/2
-#      placed/threshold, Tab shows the NVMe with its IOPS; when P's scheduler
+#      placed/threshold once the stats do, Tab shows the NVMe with its IOPS; when P's scheduler
 #      stops it shows "disconnected", once C's starts it has reconnected by
 #      itself; q exits 0.
 #   C. a corrupt state file: a warning, the scheduler runs, exit 0, and the
@@ -142,9 +142,19 @@ phase() {
 	local shots=
 	if [[ -n $MON_PID ]]; then
 		cp /proc/stat "$ESN_WORK/proc-stat.before"
-		# top's screens while fio runs: nodes, then Tab to the devices.
+		# top's screens while fio runs: nodes, then Tab to the devices. The
+		# nodes screen once the stats show node 1 holding 2 of 2 (P's answer;
+		# from the saved 1 it may wait for two explorations, ~40 s, when L's
+		# points at 2 lie above 3.0), from a quarter of the run, at the latest
+		# 10 s before its end; top redraws each second.
 		(
-			sleep $((runtime / 2))
+			for ((i = 0; i < runtime - 10; i++)); do
+				sleep 1
+				((i >= runtime / 4)) &&
+					grep '^control n1:' "$P_OUT" | tail -n1 | grep -q '^control n1: threshold 2 placed 2 ' &&
+					break
+			done
+			sleep 2
 			top_screen nodes
 			tmux_ send-keys -t esn-top Tab
 			sleep 4
