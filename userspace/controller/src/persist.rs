@@ -101,19 +101,14 @@ pub struct FitState {
 
 /// The NUMA penalty's moving average (`None` before any measurement) and how many
 /// intervals went into it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NumaState {
     pub ewma: Option<f64>,
     pub samples: u64,
 }
 
-/// The spill contention's moving average (`None` before any measurement) and
-/// how many intervals went into it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SpillState {
-    pub ewma: Option<f64>,
-    pub samples: u64,
-}
+/// The spill contention's moving average, stored as the NUMA penalty's is.
+pub type SpillState = NumaState;
 
 /// The most recent P_cont observations at one n, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
