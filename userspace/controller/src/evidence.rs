@@ -8,10 +8,19 @@
 //! extrapolation:
 //!
 //! ```text
-//!   observed(t)     > P_numa  →  t − 1   (the current load already costs too much)
-//!   observed(t + 1) ≤ P_numa  →  t + 1   (one more task was tried and was cheap enough)
-//!   otherwise                 →  t
+//!   observed(t)     > P_numa × (1 + TIE)  →  t − 1   (the current load already costs too much)
+//!   observed(t + 1) ≤ P_numa × (1 − TIE)  →  t + 1   (one more task was tried and was cheap enough)
+//!   otherwise                             →  t
 //! ```
+//!
+//! [`TIE`] is the rule's margin, the counterpart of the fitted walk's confidence
+//! (`target.rs`): where both sides cost about the same (every CPU busy, so a spill
+//! waits as long as a task kept home), the medians land a few per cent either side
+//! of P_numa from one interval to the next, and without a margin the threshold
+//! followed them down, up and down again, moving a task between nodes each time for
+//! no gain. Within the margin the threshold stays where it is; the price is the
+//! same as the walk's, at most one task off a balance point the noise cannot
+//! resolve.
 //!
 //! Each move or exploration brings points at a new n, so the fit soon takes over.
 //! An n's observation is the median of its last [`RECENT`] points, so one outlier
@@ -26,6 +35,9 @@ use crate::persist::ObservedPoint;
 
 /// Points kept per n for the median.
 pub(crate) const RECENT: usize = 3;
+
+/// How far, relative to P_numa, a median must clear it before the rule moves.
+pub(crate) const TIE: f64 = 0.05;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Evidence {
@@ -102,10 +114,14 @@ impl Evidence {
 
     /// The rule of the module doc, kept within [min, max].
     pub(crate) fn target(&self, current: u32, p_numa: f64, min: u32, max: u32) -> u32 {
-        if current > min && self.at(current).is_some_and(|p| p > p_numa) {
+        if current > min && self.at(current).is_some_and(|p| p > p_numa * (1.0 + TIE)) {
             return current - 1;
         }
-        if current < max && self.at(current + 1).is_some_and(|p| p <= p_numa) {
+        if current < max
+            && self
+                .at(current + 1)
+                .is_some_and(|p| p <= p_numa * (1.0 - TIE))
+        {
             return current + 1;
         }
         current
@@ -160,13 +176,31 @@ mod tests {
         e.record(2, 1.2);
         assert_eq!(e.target(2, 1.3, 1, 16), 2);
         // One above was tried and was cheap enough.
-        e.record(3, 1.25);
+        e.record(3, 1.15);
         assert_eq!(e.target(2, 1.3, 1, 16), 3);
         // The current load costs too much.
-        assert_eq!(e.target(3, 1.2, 1, 16), 2);
+        assert_eq!(e.target(3, 1.0, 1, 16), 2);
         // Never past the bounds.
         assert_eq!(e.target(3, 1.2, 3, 16), 3);
         assert_eq!(e.target(2, 1.3, 1, 2), 2);
+    }
+
+    #[test]
+    fn a_tie_keeps_the_threshold_where_it_is() {
+        // Phase H of the VM control test: every CPU busy, P_cont(2) 1.05-1.10
+        // against P_numa + spill 1.04-1.09. Whichever side of the tie the threshold
+        // is on, it stays there.
+        let mut e = Evidence::default();
+        for p in [1.05, 1.10, 1.08] {
+            e.record(2, p);
+        }
+        for p_spill in [1.04, 1.07, 1.09] {
+            assert_eq!(e.target(2, p_spill, 1, 2), 2, "at 2, P {p_spill}");
+            assert_eq!(e.target(1, p_spill, 1, 2), 1, "at 1, P {p_spill}");
+        }
+        // Just past the margin it moves, either way.
+        assert_eq!(e.target(2, 1.08 / (1.0 + TIE) - 0.001, 1, 2), 1);
+        assert_eq!(e.target(1, 1.08 / (1.0 - TIE) + 0.001, 1, 2), 2);
     }
 
     #[test]

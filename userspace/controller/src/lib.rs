@@ -77,8 +77,9 @@
 //!   while a lasting change passes as soon as it is the median (`fit.rs`).
 //! * **Usable curve.** A quadratic needs points at three distinct n, must have finite
 //!   coefficients, and must not fall from the lowest to the highest n it has points
-//!   for; otherwise the threshold follows direct evidence, one step at a time
-//!   (`evidence.rs`).
+//!   for; otherwise the threshold follows direct evidence, one step at a time, and
+//!   only on a median that clears P_numa by 5 % either way, so a tie holds it
+//!   where it is (`evidence.rs`).
 //! * **Target.** n* is found by walking from the current threshold, one n at a time,
 //!   and each step needs the fitted value to clear P_numa by one standard error of
 //!   that value (`target.rs`): a balance point hidden in the noise is not chased,
