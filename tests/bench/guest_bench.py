@@ -322,13 +322,26 @@ class Scheduler:
                 self.proc.wait()
         wait_disabled(30)
 
+    def control_lines(self):
+        """[(node, learned threshold, placed)] of every 'control nN:' line, in order
+        (one per control interval; exploration taken out of the threshold)."""
+        out = []
+        for line in open(self.out, errors="replace"):
+            m = re.match(r"control n(\d+): threshold (\d+)( \(exploring\))? placed (\d+)", line)
+            if m:
+                out.append((m.group(1), int(m.group(2)) - (1 if m.group(3) else 0), int(m.group(4))))
+        return out
+
     def learned_thresholds(self):
         """The last 'control nN: threshold T' per node (exploration taken out)."""
+        return {node: t for node, t, _ in self.control_lines()}
+
+    def control_trace(self):
+        """{node: [[learned threshold, placed], ...]}, one pair per control interval:
+        what report.py reads how long the threshold took to settle from."""
         out = {}
-        for line in open(self.out, errors="replace"):
-            m = re.match(r"control n(\d+): threshold (\d+)( \(exploring\))?", line)
-            if m:
-                out[m.group(1)] = int(m.group(2)) - (1 if m.group(3) else 0)
+        for node, t, placed in self.control_lines():
+            out.setdefault(node, []).append([t, placed])
         return out
 
 
@@ -630,6 +643,7 @@ def run_point(load, sched_name, ctx):
             point["wakeup_max_us"] = max(mx) if mx else None
         if sched_name in ("esn", "esn-tput"):
             point["threshold"] = sched.learned_thresholds()
+            point["control_trace"] = sched.control_trace()
         point["ok"] = True
     except Exception as e:  # noqa: BLE001 - a failed point is data, the run goes on
         point["error"] = str(e)[-500:]

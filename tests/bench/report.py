@@ -294,6 +294,58 @@ class Run:
                     per_node.setdefault(str(node), []).append(t)
         return {n: spread(v) for n, v in sorted(per_node.items(), key=lambda kv: int(kv[0]))}
 
+    def settling(self, penalty, load):
+        """[(settled, watched)] of scx_esn's points, one per device node (see
+        settle_intervals); points from before the trace was recorded have none."""
+        out = []
+        nodes = [str(n) for n in self.device_nodes()]
+        for p in self.ok_points(penalty, load, LEARNED):
+            trace = p.get("control_trace") or {}
+            for node in nodes or list(trace):
+                settled = settle_intervals(trace.get(node) or [])
+                if settled:
+                    out.append(settled)
+        return out
+
+
+# Issue 14's bound on how long the learned threshold may take to settle, and how
+# close to a point's end a move must not come for "settled" to be believed (the
+# run may have ended before the next move).
+SETTLE_BOUND_S = 10
+SETTLE_TAIL = 2
+
+
+def settle_intervals(trace):
+    """(settled, watched) of one node's [[learned threshold, placed], ...], one
+    pair per control interval (1 s in the bench): counted from the first
+    interval with a task placed on the node (the load's start, as the
+    controller sees it), the interval from which the threshold held to the end
+    (0: it never moved), and how many intervals were watched. None if nothing
+    was ever placed there or the trace is malformed."""
+    try:
+        pairs = [(int(t), int(placed)) for t, placed in trace]
+    except (TypeError, ValueError):
+        return None
+    start = next((i for i, (_, placed) in enumerate(pairs) if placed > 0), None)
+    if start is None:
+        return None
+    last_move = max((i for i in range(start + 1, len(pairs)) if pairs[i][0] != pairs[i - 1][0]),
+                    default=start)
+    return last_move - start, len(pairs) - start
+
+
+def settled_in_time(settled, watched):
+    return settled <= SETTLE_BOUND_S and settled < watched - SETTLE_TAIL
+
+
+def fmt_settling(points):
+    if not points:
+        return "–"
+    s = spread(t for t, _ in points)
+    late = sum(not settled_in_time(t, w) for t, w in points)
+    text = fmt_spread(s, lambda v: f"{v:g} s", 0)
+    return text + (f" ({late} of {len(points)} late)" if late else "")
+
 
 # --------------------------------------------------------------------- input --
 def parse_line(lineno, text):
@@ -583,7 +635,7 @@ def answer_oracle(run):
     lines = ["### Learned vs oracle threshold", ""]
     if LEARNED not in run.scheds or not run.statics:
         return lines + ["This run has no learned scx_esn or no static-threshold sweep.", ""]
-    rows, matches, close = [], [], []
+    rows, matches, close, settling = [], [], [], []
     for penalty in run.penalties:
         for ld in run.loads_at(penalty, IO_KINDS):
             learned, best = run.learned(penalty, ld), run.oracle(penalty, ld)
@@ -592,16 +644,28 @@ def answer_oracle(run):
                 matches.append(learned_matches(learned, static_threshold(best), run.device_nodes()))
             if vs:
                 close.append(round(vs.median, 2) >= 0.95)
+            settled = run.settling(penalty, ld)
+            settling += settled
             rows.append([penalty_title(penalty), ld, fmt_learned(learned, run.repeats),
                          str(static_threshold(best)) if best else "–",
-                         fmt_ratio(vs, run.repeats)])
+                         fmt_ratio(vs, run.repeats), fmt_settling(settled)])
     lines += ["The learned threshold is the one scx_esn ended each point with (median over "
               "repeats, per device node). The oracle is the esn-tN with the best median IOPS. "
-              "The last column is scx_esn's IOPS ÷ the oracle's, paired by repeat.", ""]
-    lines += md_table(["lab", "load", "learned", "oracle", "IOPS ↑ learned ÷ oracle"], rows)
+              "IOPS is scx_esn's ÷ the oracle's, paired by repeat. Settled: the control "
+              "interval (1 s), counted from the first with a task placed on the device's node, "
+              "from which the threshold held to the point's end (0: it never moved), median "
+              f"[min–max] over repeats and device nodes; late: after {SETTLE_BOUND_S} s, or in "
+              f"the last {SETTLE_TAIL} intervals watched, where the run may have ended before "
+              "the next move.", ""]
+    lines += md_table(["lab", "load", "learned", "oracle", "IOPS ↑ learned ÷ oracle", "settled"],
+                      rows)
     lines.append(f"The learned threshold equals the oracle's on every device node at "
                  f"{sum(matches)} of {len(matches)} (penalty, load) pairs; scx_esn's IOPS is "
                  f"at least 0.95x the oracle's at {sum(close)} of {len(close)}.")
+    if settling:
+        lines[-1] += (f" It settled within {SETTLE_BOUND_S} s, not in the last "
+                      f"{SETTLE_TAIL} intervals, at {sum(settled_in_time(*p) for p in settling)} "
+                      f"of {len(settling)} (point, device node) pairs.")
     return lines + [""]
 
 
@@ -1123,6 +1187,14 @@ def synthetic_figures(rng, penalty, rep, load, sched):
     if sched == LEARNED:
         best = 1 if (jobs or 1) <= 2 else 2
         p["threshold"] = {"1": 3 - best if rep == 2 and jobs == 4 else best}
+        # Nothing placed for 2 intervals, then 10 watched: from 2 to the final
+        # threshold at the third (settled 2 s), except at io-8 in repeat 1, which
+        # went to 1 and back to 2 in the last two (settled 9 s, late).
+        final = p["threshold"]["1"]
+        watched = [2] * 2 + [final] * 8
+        if rep == 1 and jobs == 8:
+            watched[8] = 1
+        p["control_trace"] = {"1": [[2, 0], [2, 0]] + [[t, 1] for t in watched]}
     return p
 
 
@@ -1195,6 +1267,17 @@ def selftest_checks(outdir, md, plot_dir, written):
            "the fit section pairs each repeat's IOPS ratio with EEVDF's local share (io-2)")
     expect("| io-1 | 1.10x |" in fit, "esn 1100 vs EEVDF 1000 in every repeat: 1.10x (2.0, io-1)")
     expect("| io-4 |" not in fit and "| hog-io-4 |" not in fit, "4 jobs do not fit two CPUs")
+    oracle = md_part(text, "### Learned vs oracle threshold")
+    expect("| lab at 2.0 | io-2 | n1: 1 | 1 |" in oracle and oracle.count("| 2 s |") == 4,
+           "io-1 and io-2 moved from 2 to 1 at their third placed interval: settled 2 s")
+    expect(oracle.count("| 0 s [0 s–9 s] (1 of 3 late) |") == 2,
+           "io-8 went to 1 and back in its last two intervals in repeat 1: late")
+    expect("settled within 10 s, not in the last 2 intervals, at 28 of 30 " in oracle,
+           "the settle summary counts the two late points")
+    for trace, want in (([[2, 0], [2, 0]], None), ([[2, "x"]], None), (None, None),
+                        ([[2, 1], [2, 1]], (0, 2)), ([[1, 0], [2, 1], [1, 1], [1, 1]], (1, 3))):
+        got = settle_intervals(trace or [])
+        expect(got == want, f"settle_intervals({trace}) = {want}, not {got}")
     off = md_part(text, "### With the lab off: what locality costs")
     expect("| load | vs EEVDF | vs floor | vs scx_bpfland |" in off,
            "the floor's column follows EEVDF's in the ratio tables")

@@ -21,12 +21,58 @@ use crate::config::{ControllerConfig, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
 use crate::persist::{NumaState, SpillState};
 use crate::sample::CONTENTION_MAX;
 
-/// The moving average `avg` with the new value `r` (the first value replaces
-/// the lack of one outright).
-fn blend(avg: Option<f64>, r: f64, alpha: f64) -> f64 {
-    match avg {
-        None => r,
-        Some(avg) => avg + alpha * (r - avg),
+/// A moving average (EWMA) of per-interval values, each clamped into [lo, hi]
+/// before it enters, the first replacing the lack of one outright; a stored average
+/// out of range, or not a number, is dropped rather than trusted.
+#[derive(Debug, Clone, PartialEq)]
+struct BoundedAverage {
+    /// `None` until the first value.
+    ewma: Option<f64>,
+    /// Intervals that contributed a value.
+    samples: u64,
+    lo: f64,
+    hi: f64,
+}
+
+impl BoundedAverage {
+    fn new(lo: f64, hi: f64) -> BoundedAverage {
+        BoundedAverage {
+            ewma: None,
+            samples: 0,
+            lo,
+            hi,
+        }
+    }
+
+    /// Adds an interval's value, if it has a finite one; returns whether it did.
+    fn observe(&mut self, value: Option<f64>, alpha: f64) -> bool {
+        let Some(v) = value.filter(|v| v.is_finite()) else {
+            return false;
+        };
+        let v = v.clamp(self.lo, self.hi);
+        self.ewma = Some(match self.ewma {
+            None => v,
+            Some(avg) => avg + alpha * (v - avg),
+        });
+        self.samples = self.samples.saturating_add(1);
+        true
+    }
+
+    fn to_state(&self) -> NumaState {
+        NumaState {
+            ewma: self.ewma,
+            samples: self.samples,
+        }
+    }
+
+    fn from_state(s: &NumaState, lo: f64, hi: f64) -> BoundedAverage {
+        let ewma = s.ewma.filter(|v| (lo..=hi).contains(v));
+        BoundedAverage {
+            ewma,
+            samples: if ewma.is_some() { s.samples } else { 0 },
+            lo,
+            hi,
+        }
     }
 }
 
@@ -54,30 +100,16 @@ impl PenaltySource {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NumaPenalty {
-    /// `None` until the first measurement.
-    ewma: Option<f64>,
-    /// Intervals that contributed a ratio.
-    samples: u64,
-}
+pub(crate) struct NumaPenalty(BoundedAverage);
 
 impl NumaPenalty {
     pub(crate) fn new() -> NumaPenalty {
-        NumaPenalty {
-            ewma: None,
-            samples: 0,
-        }
+        NumaPenalty(BoundedAverage::new(NUMA_PENALTY_MIN, NUMA_PENALTY_MAX))
     }
 
     /// Adds an interval's ratio, if it has one; returns whether it did.
     pub(crate) fn observe(&mut self, ratio: Option<f64>, cfg: &ControllerConfig) -> bool {
-        let Some(r) = ratio.filter(|r| r.is_finite()) else {
-            return false;
-        };
-        let r = r.clamp(NUMA_PENALTY_MIN, NUMA_PENALTY_MAX);
-        self.ewma = Some(blend(self.ewma, r, cfg.numa_alpha));
-        self.samples = self.samples.saturating_add(1);
-        true
+        self.0.observe(ratio, cfg.numa_alpha)
     }
 
     /// The penalty to balance contention against, and where it came from.
@@ -85,53 +117,42 @@ impl NumaPenalty {
         if let Some(p) = cfg.numa_penalty_override {
             return (p, PenaltySource::Override);
         }
-        match self.ewma {
+        match self.0.ewma {
             Some(avg) => (avg, PenaltySource::Measured),
             None => (cfg.numa_prior, PenaltySource::Prior),
         }
     }
 
     pub(crate) fn to_state(&self) -> NumaState {
-        NumaState {
-            ewma: self.ewma,
-            samples: self.samples,
-        }
+        self.0.to_state()
     }
 
-    /// A stored average outside the believable range, or not a number, is dropped
-    /// (back to the prior) rather than trusted.
+    /// A stored average out of range falls back to the prior.
     pub(crate) fn from_state(s: &NumaState) -> NumaPenalty {
-        let ewma = s
-            .ewma
-            .filter(|p| (NUMA_PENALTY_MIN..=NUMA_PENALTY_MAX).contains(p));
-        NumaPenalty {
-            ewma,
-            samples: if ewma.is_some() { s.samples } else { 0 },
-        }
+        NumaPenalty(BoundedAverage::from_state(
+            s,
+            NUMA_PENALTY_MIN,
+            NUMA_PENALTY_MAX,
+        ))
     }
 }
 
 /// What a task spilled to the next node waits there for a CPU, beyond an
 /// uncontended wake-up, per local request latency: averaged like P_numa (same
 /// alpha), clamped to [0, [`CONTENTION_MAX`]], 0 until measured.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct SpillContention {
-    ewma: Option<f64>,
-    samples: u64,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SpillContention(BoundedAverage);
+
+impl Default for SpillContention {
+    fn default() -> SpillContention {
+        SpillContention(BoundedAverage::new(0.0, CONTENTION_MAX))
+    }
 }
 
 impl SpillContention {
     /// Adds an interval's value, if it has one.
     pub(crate) fn observe(&mut self, value: Option<f64>, cfg: &ControllerConfig) {
-        let Some(v) = value.filter(|v| v.is_finite()) else {
-            return;
-        };
-        self.ewma = Some(blend(
-            self.ewma,
-            v.clamp(0.0, CONTENTION_MAX),
-            cfg.numa_alpha,
-        ));
-        self.samples = self.samples.saturating_add(1);
+        self.0.observe(value, cfg.numa_alpha);
     }
 
     /// The average, 0 before any measurement. A configured P_numa override
@@ -139,23 +160,16 @@ impl SpillContention {
     pub(crate) fn value(&self, cfg: &ControllerConfig) -> f64 {
         match cfg.numa_penalty_override {
             Some(_) => 0.0,
-            None => self.ewma.unwrap_or(0.0),
+            None => self.0.ewma.unwrap_or(0.0),
         }
     }
 
     pub(crate) fn to_state(&self) -> SpillState {
-        SpillState {
-            ewma: self.ewma,
-            samples: self.samples,
-        }
+        self.0.to_state()
     }
 
-    /// An average out of range, or not a number, starts afresh.
+    /// An average out of range starts afresh.
     pub(crate) fn from_state(s: &SpillState) -> SpillContention {
-        let ewma = s.ewma.filter(|v| (0.0..=CONTENTION_MAX).contains(v));
-        SpillContention {
-            ewma,
-            samples: if ewma.is_some() { s.samples } else { 0 },
-        }
+        SpillContention(BoundedAverage::from_state(s, 0.0, CONTENTION_MAX))
     }
 }
