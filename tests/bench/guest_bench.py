@@ -405,19 +405,21 @@ def probe_command(secs):
 
 
 def parse_probe(text):
-    """Mean, p99 and max wake-up latency (µs) from cyclictest's histogram output."""
+    """Mean, p99 and max wake-up latency (µs) from cyclictest's histogram output
+    (-h), over all its threads: the histogram's columns summed, the threads'
+    means averaged, the largest max. A p99 past the histogram's bound reads as
+    the bound ("at least")."""
     counts, overflows = {}, 0
-    avg = mx = None
+    avgs, maxes = [], []
     for line in text.splitlines():
-        m = re.fullmatch(r"(\d+)\s+(\d+)", line.strip())
-        if m:
-            counts[int(m.group(1))] = int(m.group(2))
-        elif m := re.match(r"# Avg Latencies: (\d+)", line):
-            avg = int(m.group(1))
-        elif m := re.match(r"# Max Latencies: (\d+)", line):
-            mx = int(m.group(1))
-        elif m := re.match(r"# Histogram Overflows: (\d+)", line):
-            overflows = int(m.group(1))
+        if m := re.fullmatch(r"(\d+)((?:\s+\d+)+)", line.strip()):
+            counts[int(m.group(1))] = sum(int(c) for c in m.group(2).split())
+        elif m := re.match(r"# Avg Latencies:((?:\s+\d+)+)", line):
+            avgs = [int(v) for v in m.group(1).split()]
+        elif m := re.match(r"# Max Latencies:((?:\s+\d+)+)", line):
+            maxes = [int(v) for v in m.group(1).split()]
+        elif m := re.match(r"# Histogram Overflows:((?:\s+\d+)+)", line):
+            overflows = sum(int(v) for v in m.group(1).split())
     total = sum(counts.values()) + overflows
     if not total:
         return {}
@@ -427,7 +429,8 @@ def parse_probe(text):
         if seen >= 0.99 * total:
             p99 = us
             break
-    return {"probe_wake_avg_us": avg, "probe_wake_p99_us": p99, "probe_wake_max_us": mx}
+    return {"probe_wake_avg_us": sum(avgs) / len(avgs) if avgs else None,
+            "probe_wake_p99_us": p99, "probe_wake_max_us": max(maxes) if maxes else None}
 
 
 def parse_stress_ng(text):
@@ -568,7 +571,7 @@ def run_point(load, sched_name, ctx):
         if kind == "wakeup":
             procs["cyclictest"] = subprocess.Popen(
                 ["cyclictest", "-q", "--policy=other", "-t", str(ncpus), "-i", "1000",
-                 "-D", f"{runtime + ramp}", "--default-system"],
+                 "-D", f"{runtime + ramp}", "-h", str(PROBE_HIST_US), "--default-system"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(ramp)
         if WAKE_PROBE and kind in ("io", "hog-io"):
@@ -637,10 +640,9 @@ def run_point(load, sched_name, ctx):
         if "probe" in procs:
             point.update(parse_probe(outputs["probe"]))
         if "cyclictest" in procs:
-            avg = [int(x) for x in re.findall(r"Avg:\s+(\d+)", outputs["cyclictest"])]
-            mx = [int(x) for x in re.findall(r"Max:\s+(\d+)", outputs["cyclictest"])]
-            point["wakeup_avg_us"] = sum(avg) / len(avg) if avg else None
-            point["wakeup_max_us"] = max(mx) if mx else None
+            wake = parse_probe(outputs["cyclictest"])
+            for fig in ("avg", "p99", "max"):
+                point[f"wakeup_{fig}_us"] = wake.get(f"probe_wake_{fig}_us")
         if sched_name in ("esn", "esn-tput"):
             point["threshold"] = sched.learned_thresholds()
             point["control_trace"] = sched.control_trace()
