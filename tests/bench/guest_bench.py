@@ -323,25 +323,32 @@ class Scheduler:
         wait_disabled(30)
 
     def control_lines(self):
-        """[(node, learned threshold, placed)] of every 'control nN:' line, in order
-        (one per control interval; exploration taken out of the threshold)."""
+        """[(node, [learned threshold, placed, P_numa + spill, P_cont])] of every
+        'control nN:' line, in order (one per control interval; exploration taken
+        out of the threshold; a P the line shows as '-' is None)."""
         out = []
         for line in open(self.out, errors="replace"):
             m = re.match(r"control n(\d+): threshold (\d+)( \(exploring\))? placed (\d+)", line)
-            if m:
-                out.append((m.group(1), int(m.group(2)) - (1 if m.group(3) else 0), int(m.group(4))))
+            if not m:
+                continue
+            ps = re.search(r"P_numa ([\d.]+) \w+ \+ spill ([\d.]+), P_cont ([\d.]+|-)", line)
+            p_spill = float(ps.group(1)) + float(ps.group(2)) if ps else None
+            p_cont = float(ps.group(3)) if ps and ps.group(3) != "-" else None
+            out.append((m.group(1), [int(m.group(2)) - (1 if m.group(3) else 0), int(m.group(4)),
+                                     p_spill, p_cont]))
         return out
 
     def learned_thresholds(self):
         """The last 'control nN: threshold T' per node (exploration taken out)."""
-        return {node: t for node, t, _ in self.control_lines()}
+        return {node: entry[0] for node, entry in self.control_lines()}
 
     def control_trace(self):
-        """{node: [[learned threshold, placed], ...]}, one pair per control interval:
-        what report.py reads how long the threshold took to settle from."""
+        """{node: [[learned threshold, placed, P_numa + spill, P_cont], ...]}, one
+        entry per control interval: what report.py reads how long the threshold
+        took to settle from, and what it weighed at each step."""
         out = {}
-        for node, t, placed in self.control_lines():
-            out.setdefault(node, []).append([t, placed])
+        for node, entry in self.control_lines():
+            out.setdefault(node, []).append(entry)
         return out
 
 

@@ -319,15 +319,15 @@ SETTLE_TAIL = 2
 
 
 def settle_intervals(trace):
-    """(settled, watched) of one node's [[learned threshold, placed], ...], one
-    pair per control interval (1 s in the bench): counted from the first
+    """(settled, watched) of one node's [[learned threshold, placed, ...], ...],
+    one entry per control interval (1 s in the bench): counted from the first
     interval with a task placed on the node (the load's start, as the
     controller sees it), the interval from which the threshold held to the end
     (0: it never moved), and how many intervals were watched. None if nothing
     was ever placed there or the trace is malformed."""
     try:
-        pairs = [(int(t), int(placed)) for t, placed in trace]
-    except (TypeError, ValueError):
+        pairs = [(int(entry[0]), int(entry[1])) for entry in trace]
+    except (TypeError, ValueError, IndexError, KeyError):
         return None
     start = next((i for i, (_, placed) in enumerate(pairs) if placed > 0), None)
     if start is None:
@@ -1280,7 +1280,8 @@ def selftest_checks(outdir, md, plot_dir, written):
     expect("settled within 10 s, not in the last 2 intervals, at 28 of 30 " in oracle,
            "the settle summary counts the two late points")
     for trace, want in (([[2, 0], [2, 0]], None), ([[2, "x"]], None), (None, None),
-                        ([[2, 1], [2, 1]], (0, 2)), ([[1, 0], [2, 1], [1, 1], [1, 1]], (1, 3))):
+                        ([[2, 1], [2, 1]], (0, 2)), ([[1, 0], [2, 1], [1, 1], [1, 1]], (1, 3)),
+                        ([[2, 1, 1.3, None], [1, 1, 1.3, 1.5]], (1, 2)), ([[2]], None)):
         got = settle_intervals(trace or [])
         expect(got == want, f"settle_intervals({trace}) = {want}, not {got}")
     off = md_part(text, "### With the lab off: what locality costs")
