@@ -338,10 +338,6 @@ class Scheduler:
                                      p_spill, p_cont]))
         return out
 
-    def learned_thresholds(self):
-        """The last 'control nN: threshold T' per node (exploration taken out)."""
-        return {node: entry[0] for node, entry in self.control_lines()}
-
     def control_trace(self):
         """{node: [[learned threshold, placed, P_numa + spill, P_cont], ...]}, one
         entry per control interval: what report.py reads how long the threshold
@@ -406,9 +402,10 @@ def parse_fio(path):
     }
 
 
-def probe_command(secs):
-    return ["cyclictest", "-q", "--policy=other", "-t", "1", "-i", "2000", "-D", f"{secs}",
-            "-h", str(PROBE_HIST_US), "--default-system"]
+def cyclictest_command(threads, interval_us, secs):
+    """Fair (SCHED_OTHER) wakers for parse_probe: its histogram, quiet."""
+    return ["cyclictest", "-q", "--policy=other", "-t", str(threads), "-i", str(interval_us),
+            "-D", f"{secs}", "-h", str(PROBE_HIST_US), "--default-system"]
 
 
 def parse_probe(text):
@@ -577,13 +574,12 @@ def run_point(load, sched_name, ctx):
                                                   text=True)
         if kind == "wakeup":
             procs["cyclictest"] = subprocess.Popen(
-                ["cyclictest", "-q", "--policy=other", "-t", str(ncpus), "-i", "1000",
-                 "-D", f"{runtime + ramp}", "-h", str(PROBE_HIST_US), "--default-system"],
+                cyclictest_command(ncpus, 1000, runtime + ramp),
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(ramp)
         if WAKE_PROBE and kind in ("io", "hog-io"):
             # After the ramp, for fio's window and no longer.
-            procs["probe"] = subprocess.Popen(probe_command(runtime),
+            procs["probe"] = subprocess.Popen(cyclictest_command(1, 2000, runtime),
                                               stdout=subprocess.PIPE,
                                               stderr=subprocess.STDOUT, text=True)
         ref0 = ctx["referee"].snapshot()
@@ -651,8 +647,10 @@ def run_point(load, sched_name, ctx):
             for fig in ("avg", "p99", "max"):
                 point[f"wakeup_{fig}_us"] = wake.get(f"probe_wake_{fig}_us")
         if sched_name in ("esn", "esn-tput"):
-            point["threshold"] = sched.learned_thresholds()
-            point["control_trace"] = sched.control_trace()
+            trace = sched.control_trace()
+            point["control_trace"] = trace
+            # The threshold each node ended with (exploration taken out).
+            point["threshold"] = {node: entries[-1][0] for node, entries in trace.items()}
         point["ok"] = True
     except Exception as e:  # noqa: BLE001 - a failed point is data, the run goes on
         point["error"] = str(e)[-500:]
