@@ -96,6 +96,8 @@ enum esn_stat {
 	ESN_STAT_QUEUE_COUNT_LOW, /* a queue held more than its count said */
 	ESN_STAT_LENT_SKIPPED,	/* a wake-up queued, not put on an idle CPU
 				 * RT holds, is lent to, or took lately */
+	ESN_STAT_FAIR_PREEMPT,	/* a fair wake-up preempted a fair task that
+				 * had run fair_preempt_after_ns */
 	ESN_NR_STATS,
 };
 

@@ -501,6 +501,21 @@ pub struct SchedOpts {
           allow_negative_numbers = true)]
     pub io_preempt_after_us: u64,
 
+    /// A task that is not I/O-bound and wakes to find every CPU it may use
+    /// busy preempts one whose task has run this long and used more CPU
+    /// than it (as the kernel's fair class does at a wake-up), else it waits
+    /// for a time slice to end (up to --slice-us plus a timer tick). 0
+    /// preempts at once. I/O-bound tasks are never preempted for it.
+    #[arg(long, default_value_t = 1000, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub fair_preempt_after_us: u64,
+
+    /// Never preempt for a task that is not I/O-bound when it wakes: it
+    /// waits for a time slice to end. Fewer context switches for CPU-bound
+    /// work, longer waits for short-running tasks beside it.
+    #[arg(long)]
+    pub no_fair_preempt: bool,
+
     /// Bytes of the kernel's debug dump to print when the scheduler fails.
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     pub exit_dump_len: u32,
@@ -824,6 +839,8 @@ mod tests {
         assert_eq!(opts.sched.threshold, Some(2));
         assert_eq!(opts.sched.slice_us, 5000);
         assert_eq!(opts.sched.io_preempt_after_us, 1000);
+        assert_eq!(opts.sched.fair_preempt_after_us, 1000);
+        assert!(!opts.sched.no_fair_preempt);
         assert!(opts.command.is_none());
         let opts = parse_from(["scx_esn", "topology", "--json"]).unwrap();
         assert!(matches!(

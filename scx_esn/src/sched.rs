@@ -207,6 +207,8 @@ impl<'a> Scheduler<'a> {
         rodata.io_idle_ns = opts.io_idle_ms * 1_000_000;
         rodata.io_steal_after_ns = opts.io_steal_after_ms * 1_000_000;
         rodata.io_preempt_after_ns = opts.io_preempt_after_us * 1000;
+        rodata.fair_preempt = !opts.no_fair_preempt;
+        rodata.fair_preempt_after_ns = opts.fair_preempt_after_us * 1000;
         rodata.smt_active = esn_topology::smt_active(&opts.sysfs);
         rodata.nr_nodes = plan.nr_nodes;
         rodata.start_at_insert = hooks.starts_at_insert();

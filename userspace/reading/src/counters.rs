@@ -63,6 +63,7 @@ stats! {
     StarvedRun = "starved_run",
     QueueCountLow = "queue_count_low",
     LentSkipped = "lent_skipped",
+    FairPreempt = "fair_preempt",
 }
 
 impl Stat {
