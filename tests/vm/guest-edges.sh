@@ -7,7 +7,8 @@
 #      schedules stress-ng and a shell loop forking /bin/true as a plain fair
 #      scheduler (nothing placed, no error; forks >= 0.5x and stress-ng's bogo
 #      ops >= 0.8x EEVDF's in the same boot, the best of two 10 s windows
-#      each), and SIGINT: exit 0.
+#      each; the shell's wake-ups preempted the hogs: fair_preempt > 0), and
+#      SIGINT: exit 0.
 #   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
 #      nobody exits 1 at once with "permission denied ... run as root".
 #   C. a second scx_esn while the first runs: exit 1 naming the scheduler
@@ -126,15 +127,17 @@ fair_load_best
 state=$(sx_state)
 placed=$(grep -cE 'placed [1-9]' "$sched_out" || true)
 errors=$(grep -ciE 'panicked|stall|error' "$sched_err" || true)
+fair_preempts=$(stats_sum fair_preempt "$sched_out")
 ok=0
 # Same boot, same load: scx_esn's fair path within reach of EEVDF's.
 if [[ $STRESS_RC == 0 && $state == enabled && $placed == 0 && $errors == 0 ]] &&
+	((fair_preempts > 0)) &&
 	awk -v f="$FORKS" -v ef="$eevdf_forks" -v b="$BOGO" -v eb="$eevdf_bogo" \
 		'BEGIN { exit !(f >= 0.5 * ef && b >= 0.8 * eb) }'; then
 	ok=1
 fi
 check "A schedules CPU work as a fair scheduler" "$ok" \
-	"best of 2 windows each: forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops $BOGO (EEVDF $eevdf_bogo, >= 0.8x); state $state; intervals with placed tasks $placed; errors $errors"
+	"best of 2 windows each: forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops $BOGO (EEVDF $eevdf_bogo, >= 0.8x); fair wake-up preemptions $fair_preempts (> 0); state $state; intervals with placed tasks $placed; errors $errors"
 
 # W, from A's intervals: the model's estimate, labelled so.
 estimated=$(grep -c '^energy (estimated): node 0 [0-9.]* W; total' "$sched_out" || true)
