@@ -505,8 +505,8 @@ pub struct SchedOpts {
     /// busy preempts one whose task has run this long and used more CPU
     /// than it (as the kernel's fair class does at a wake-up), else it waits
     /// for a time slice to end (up to --slice-us plus a timer tick). 0
-    /// preempts at once. I/O-bound tasks are never preempted for it, and
-    /// one that found no place on a node does not preempt.
+    /// preempts at once. Only while no I/O-bound task runs (none woke in
+    /// the last 100 ms): their wake-ups keep the CPUs that free up.
     #[arg(long, default_value_t = 1000, value_name = "US",
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub fair_preempt_after_us: u64,
