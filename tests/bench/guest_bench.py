@@ -66,6 +66,9 @@ BPF_SAMPLE_MS = int(os.environ.get("BENCH_BPF_SAMPLE_MS") or 100)
 # how long a task that is neither placed nor I/O-bound waits for a CPU while
 # the scheduler places the I/O jobs. Off by default: it takes a little CPU.
 WAKE_PROBE = os.environ.get("BENCH_WAKE_PROBE", "0") != "0"
+# A hog beside fio may outlast fio's run by this much before the point fails;
+# it is stopped as soon as fio ends (run_point).
+HOG_OUTLAST_S = 120
 # The probe's histogram bound, µs: a wake-up later than this counts as this.
 PROBE_HIST_US = 20000
 # Which tasks keep the nodes without a device busy: the referee also sums
@@ -566,7 +569,13 @@ def run_point(load, sched_name, ctx):
                 fio_command(ctx["devices"], jobs, engine, iodepth, runtime, ramp, fio_json),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if kind in ("hog-io", "cpu"):
-            procs["hog"] = subprocess.Popen(hog_command(ncpus, runtime + ramp), stdout=subprocess.PIPE,
+            # Beside fio the hog runs until fio ends (stopped below), not for
+            # a fixed time: fio's own start under a hog on every CPU took up
+            # to 6 s in the VM where a scheduler makes wakers wait for a
+            # slice, and a hog that ended on its clock left fio's last
+            # seconds hog-free, for that scheduler only.
+            hog_secs = runtime + ramp + (HOG_OUTLAST_S if kind == "hog-io" else 0)
+            procs["hog"] = subprocess.Popen(hog_command(ncpus, hog_secs), stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, text=True)
         if kind == "hackbench":
             procs["hackbench"] = subprocess.Popen(["hackbench", "-g", "4", "-l", "300"],
@@ -590,8 +599,13 @@ def run_point(load, sched_name, ctx):
         t0 = time.time()
         outputs = {}
         for name, p in procs.items():
+            if name == "hog" and "fio" in procs:
+                # fio is done (procs keeps insertion order): stress-ng stops on
+                # SIGINT and still prints its metrics.
+                p.send_signal(signal.SIGINT)
             try:
-                outputs[name] = p.communicate(timeout=runtime + ramp + 120)[1 if name == "fio" else 0]
+                outputs[name] = p.communicate(timeout=runtime + ramp + HOG_OUTLAST_S + 120)[
+                    1 if name == "fio" else 0]
             except subprocess.TimeoutExpired:
                 p.kill()
                 outputs[name] = p.communicate()[1 if name == "fio" else 0]
