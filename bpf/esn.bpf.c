@@ -297,7 +297,8 @@ struct esn_sched_task {
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
 	u8 ioprio_class; /* enum esn_ioprio_class, as last read */
 	bool rescued;	 /* run out of vtime order (run_starving) */
-	bool joined;	 /* new to us (forked, or there at load), not yet queued */
+	bool joined;	 /* new to us (forked, or there at load), not yet queued
+			  * nor run */
 	u64 ioprio_read_at; /* in jiffies: see task_ioprio_class() */
 	/* last_check_stands(): task_target_node()'s last full answer */
 	u8 checked_node;
@@ -1917,6 +1918,8 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 		return;
 	uncount_queued(st);
 	st->woke_node_set = false;
+	/* Direct-dispatched before any enqueue: it has run, no longer new. */
+	st->joined = false;
 	account_wait(st, cpu, now);
 	st->running_at = now;
 	if (st->rescued)
