@@ -293,7 +293,13 @@ pub fn object_cost(object: &libbpf_rs::Object) -> BpfCost {
         if !ours.contains(&prog.name().to_string_lossy().into_owned()) {
             continue;
         }
-        let c = prog_cost(prog.as_fd().as_raw_fd());
+        // A program the kernel did not get (its hook was not chosen) has no
+        // fd: reading /proc/self/fdinfo/-1 would fail at every reading.
+        let fd = prog.as_fd().as_raw_fd();
+        if fd < 0 {
+            continue;
+        }
+        let c = prog_cost(fd);
         cost.run_time_ns += c.run_time_ns;
         cost.run_cnt += c.run_cnt;
     }
