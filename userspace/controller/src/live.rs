@@ -52,9 +52,14 @@ struct ControlledNode {
     disks: Vec<DevT>,
     /// The node its tasks spill to first (nearest with CPUs), if any.
     spill_to: Option<u32>,
+    /// That node's slot limit when no controller of ours sets it (its CPU
+    /// count, or --threshold).
+    spill_limit: u32,
     ctl: NodeController,
     /// Sum of the nr_placed readings of the interval, for the mean.
     placed_sum: u64,
+    /// The same for the node it spills to.
+    spill_placed_sum: u64,
 }
 
 pub struct Control {
@@ -145,6 +150,7 @@ pub fn node_sample(
         remote_lat: device_latency(before, now, disks, Locality::Remote),
         run_delay: contended_delay(waits),
         spill_delay: LatencyStat::default(),
+        spill_room: None,
     }
 }
 
@@ -319,12 +325,18 @@ impl Control {
                     .get(node as usize)
                     .and_then(|order| order.first())
                     .map(|&n| u32::from(n));
+                let spill_limit = spill_to
+                    .and_then(|n| plan.thresholds.get(n as usize))
+                    .copied()
+                    .unwrap_or(0);
                 ControlledNode {
                     node,
                     disks,
                     spill_to,
+                    spill_limit,
                     ctl,
                     placed_sum: 0,
+                    spill_placed_sum: 0,
                 }
             })
             .collect();
@@ -356,9 +368,12 @@ impl Control {
 
     /// One reading of BPF's nr_placed, indexed by node.
     pub fn tick(&mut self, nr_placed: &[u32]) {
+        let reading = |node: u32| u64::from(nr_placed.get(node as usize).copied().unwrap_or(0));
         for n in &mut self.nodes {
-            let placed = nr_placed.get(n.node as usize).copied().unwrap_or(0);
-            n.placed_sum += u64::from(placed);
+            n.placed_sum += reading(n.node);
+            if let Some(spill_to) = n.spill_to {
+                n.spill_placed_sum += reading(spill_to);
+            }
         }
         self.ticks += 1;
     }
@@ -371,6 +386,13 @@ impl Control {
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(self.interval_start);
         self.interval_start = now;
+        // A spill node that is itself a device node takes as many as its own
+        // controller allows.
+        let limits: BTreeMap<u32, u32> = self
+            .nodes
+            .iter()
+            .map(|n| (n.node, n.ctl.threshold()))
+            .collect();
         for n in &mut self.nodes {
             let wait = interval_waits(&waits, &self.last_waits, n.node);
             let placed = mean_placed(n.placed_sum, self.ticks);
@@ -378,6 +400,11 @@ impl Control {
             if let Some(spill_to) = n.spill_to {
                 sample.spill_delay =
                     contended_delay(&interval_waits(&waits, &self.last_waits, spill_to));
+                if self.ticks > 0 {
+                    let limit = limits.get(&spill_to).copied().unwrap_or(n.spill_limit);
+                    let there = mean_placed(n.spill_placed_sum, self.ticks);
+                    sample.spill_room = Some(limit.saturating_sub(there));
+                }
             }
             let learned_before = n.ctl.threshold();
             let decision = n.ctl.step(&sample);
@@ -390,6 +417,7 @@ impl Control {
                 );
             }
             n.placed_sum = 0;
+            n.spill_placed_sum = 0;
             decisions.push(decision);
         }
         self.ticks = 0;
@@ -614,7 +642,8 @@ mod tests {
         // As below, two tasks placed on node 1 each wait a local request's
         // latency (P_cont(2) = 2, P_numa 1.0), but the tasks spilled to node 0
         // wait 1.5 times it there: a spill would cost 2.5, so nothing is shed.
-        // With node 0's waits idle-free, the same interval sheds one.
+        // With node 0's waits idle-free, the same interval sheds one, unless
+        // node 0's 2 slots are both held: the task shed would find none.
         let p = plan();
         let cfg = ControllerConfig {
             confirm_intervals: 1,
@@ -622,7 +651,9 @@ mod tests {
             ..ControllerConfig::default()
         };
         let disk = 259 << 20;
-        for (spill_wait_ns, threshold, spill) in [(150_000, 2, 1.5), (0, 1, 0.0)] {
+        for (spill_wait_ns, placed_there, threshold, spill) in
+            [(150_000, 1, 2, 1.5), (0, 1, 1, 0.0), (0, 2, 2, 0.0)]
+        {
             let mut c = Control::new(
                 &p,
                 &cfg,
@@ -637,7 +668,7 @@ mod tests {
             for locality in [Locality::Local, Locality::Remote] {
                 io.insert(key(disk, locality, Op::Read), counters(&[10_000; 10]));
             }
-            c.tick(&[2, 2]);
+            c.tick(&[placed_there, 2]);
             let waits = vec![
                 NodeWaits {
                     io_waits: 10,

@@ -69,6 +69,11 @@ pub struct NodeSample {
     /// Length of the interval in seconds; 0 when unknown.
     #[serde(default)]
     pub elapsed_s: f64,
+    /// Free slots on the node this one spills to first over the interval (its
+    /// limit less its mean of placed tasks), `None` where unknown or there is no
+    /// such node. At 0 a task shed here finds no slot there and runs unplaced.
+    #[serde(default)]
+    pub spill_room: Option<u32>,
 }
 
 impl NodeSample {

@@ -14,6 +14,7 @@ fn latencies(local: f64, remote: f64, count: u64) -> NodeSample {
         run_delay: LatencyStat::default(),
         spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
+        spill_room: None,
     }
 }
 

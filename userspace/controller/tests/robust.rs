@@ -29,6 +29,7 @@ fn good() -> NodeSample {
         run_delay: stat(COUNT, 0.68 * LOCAL_NS),
         spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
+        spill_room: None,
     }
 }
 
@@ -44,6 +45,7 @@ fn garbage() -> Vec<NodeSample> {
             run_delay: stat(COUNT, bad_mean),
             spill_delay: stat(COUNT, bad_mean),
             elapsed_s: 1.0,
+            spill_room: Some(u32::MAX),
         });
         // The yardstick (local latency) broken: neither ratio has a denominator.
         out.push(NodeSample {

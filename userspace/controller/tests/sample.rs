@@ -11,6 +11,7 @@ fn sample(placed: u32, local: (u64, f64), remote: (u64, f64), delay: (u64, f64))
         run_delay: LatencyStat::new(delay.0, delay.1),
         spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
+        spill_room: None,
     }
 }
 

@@ -15,6 +15,7 @@ fn interval(placed: u32, iops: u64) -> NodeSample {
         run_delay: LatencyStat::new(iops, 400_000.0),
         spill_delay: LatencyStat::default(),
         elapsed_s: 1.0,
+        spill_room: None,
     }
 }
 

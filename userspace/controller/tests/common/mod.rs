@@ -85,6 +85,7 @@ impl SimNode {
             run_delay: LatencyStat::new(if n == 0 { 0 } else { COUNT }, (p - 1.0) * LOCAL_NS),
             spill_delay: LatencyStat::default(),
             elapsed_s: 1.0,
+            spill_room: None,
         }
     }
 }
