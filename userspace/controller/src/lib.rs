@@ -36,7 +36,10 @@
 //!
 //! The threshold n* is the largest n for which the fitted P_cont(n) is still no
 //! worse than P_numa + spill contention: beyond it, another task is better off
-//! remote.
+//! remote. That holds only if the task can go there: while the node it spills to
+//! has no free slot ([`NodeSample::spill_room`] 0), a task shed here would run
+//! unplaced, on the fair path, with neither locality nor the placed tasks'
+//! preemption, and the threshold is not lowered.
 //!
 //! ```text
 //!  P_cont(n)

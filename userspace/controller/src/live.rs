@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  every 100 ms     nr_placed[node] (BPF .bss) ─────────────────────┐ mean
+//!                     and of the node it spills to (its free slots) ─┤
 //!  every interval   io_hists Δ: device latency of the node's disks, │
 //!                     local vs remote submissions ──────────────────┤
 //!                   node_sched Δ: runnable→running wait of the      │
