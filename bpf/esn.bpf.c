@@ -89,7 +89,7 @@ const volatile u64 io_preempt_after_ns = 1000ULL * 1000;
  * forking beside two CPU hogs in the 1-node VM woke ~190 times a second
  * (exec's reads) and waited 2.0-2.9 ms each time, against 0.5-1.2 ms under
  * EEVDF, and forked 0.55-0.65x as often. Placed and I/O-bound tasks are
- * never preempted for it (cpu_spared): they leave the CPU at their next I/O.
+ * never preempted for it (cpu_state.spared): they leave the CPU at their next I/O.
  * Nor does an I/O-bound task that found no slot preempt (it runs off its
  * device's node, and a hog's CPU there is remote I/O's), nor does anyone
  * while I/O-bound tasks run (preempt_for_fair_wakeup): this serves the
@@ -149,28 +149,43 @@ u32 nr_placed[ESN_MAX_NODES];
 u64 placements_released;
 
 /*
- * CPUs preempt_for_io must leave alone: they run an I/O-bound task, placed
- * or not (written in ops.running), or a higher class holds them
+ * What each CPU's own callbacks note for the others, in one record per CPU
+ * so that ops.running, which writes it at every context switch, touches one
+ * cache line (aligned: a CPU's writes do not bounce its neighbours').
+ *
+ * spared: preempt_for_io must leave the CPU alone: it runs an I/O-bound
+ * task, placed or not (written in ops.running), or a higher class holds it
  * (ops.cpu_release; the next ops.running rewrites it). An I/O-bound task
  * gives its CPU up at its next request anyway; preempting it buys a context
  * switch and little else (at 8 fio jobs on 4 CPUs, most preemptions hit
  * another fio job). A task put on the local queue of a CPU an RT task holds
  * would wait until that task yields.
+ *
+ * lent: a higher class took the CPU (ops.cpu_release) and no sched_ext task
+ * has run since (the next ops.running clears it): an RT task throttled for
+ * its window may take such a CPU back at any moment (direct_dispatch_safe).
+ *
+ * run_start: when the task on the CPU started running (ops.running), for
+ * io_preempt_after_ns.
  */
-u8 cpu_spared[ESN_MAX_CPUS];
+struct esn_cpu_state {
+	u64 run_start;
+	u8 spared;
+	u8 lent;
+} __attribute__((aligned(64)));
 
-/*
- * CPUs a higher class took (ops.cpu_release) where no sched_ext task has
- * run since (the next ops.running clears it): an RT task throttled for its
- * window may take such a CPU back at any moment (direct_dispatch_safe).
- */
-u8 cpu_lent[ESN_MAX_CPUS];
+struct esn_cpu_state cpu_state[ESN_MAX_CPUS];
+
+static __always_inline struct esn_cpu_state *cpu_state_of(s32 cpu)
+{
+	return MEMBER_VPTR(cpu_state, [cpu]);
+}
 
 /*
  * When an RT or deadline task last took or held each CPU (0: never), by
  * ops.cpu_release and by the timer's sample (note_rt_held_cpus). Such a
  * task takes the CPU back from the idle task at the end of its throttling
- * window without a cpu_release, so cpu_lent, cleared by whatever ran in
+ * window without a cpu_release, so cpu_state.lent, cleared by whatever ran in
  * the window, cannot tell that the CPU is about to go
  * (direct_dispatch_safe). Written rarely: at a cpu_release, and once a
  * timer interval for a CPU a higher class holds.
@@ -201,18 +216,6 @@ u64 cpu_rt_took_at[ESN_MAX_CPUS];
 #define RT_LOAD_ONE 1024
 #define RT_LOAD_HOGGED (RT_LOAD_ONE / 2)
 u32 cpu_rt_load[ESN_MAX_CPUS];
-
-/*
- * When the task on each CPU started running (ops.running), for
- * io_preempt_after_ns. Per CPU: it is written at every context switch, and
- * a shared array would bounce its cache line between the CPUs.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u64);
-} cpu_run_start SEC(".maps");
 
 /*
  * Per-node vtime clocks: the largest vtime a task started running with on
@@ -901,14 +904,20 @@ static __always_inline u64 *node_clock(u32 node)
  */
 #define MAX_AHEAD_WAIT_NS (1000ULL * 1000 * 1000)
 
-static __always_inline u64 max_ahead_ns(u32 node)
+/* Tasks in @node's queues, at least 1. The counts may read a little high
+ * (queued_count): a shorter cap. */
+static __always_inline u64 node_queued(u32 node)
 {
 	u32 *fair = queued_count_of(node, QUEUE_FAIR);
 	u32 *io = queued_count_of(node, QUEUE_IO);
-	/* The counts may read a little high (queued_count): a shorter cap. */
 	u64 queued = (fair ? READ_ONCE(*fair) : 0) + (io ? READ_ONCE(*io) : 0);
 
-	return MAX_AHEAD_WAIT_NS / (queued ? queued : 1);
+	return queued ? queued : 1;
+}
+
+static __always_inline u64 max_ahead_ns(u32 node)
+{
+	return MAX_AHEAD_WAIT_NS / node_queued(node);
 }
 
 #define IOPRIO_CLASS_SHIFT_BITS 13
@@ -961,6 +970,37 @@ static __always_inline u64 ioprio_scale(struct task_struct *p,
 }
 
 /*
+ * Would task_vtime_on() leave @vtime as it is, for a task whose lag may be
+ * @lag_slices slices? The answer without its divisions, for the calls at
+ * every wake-up and context switch: the vtime was bounded against this
+ * clock when @p last queued or ran, and the clock has only moved up since,
+ * so nearly always it still lies within both bounds. d > floor(M / w)
+ * exactly when d * w > M, which turns each bound's division into a
+ * multiplication (with d capped first, so the product cannot overflow).
+ * Only a "yes" must be exact: a task of the IDLE class, or whose I/O class
+ * is due for a reread, gets "no", and the full path.
+ */
+static __always_inline bool vtime_in_bounds(struct task_struct *p,
+					    struct esn_sched_task *st, u32 node,
+					    u64 vtime, u64 clock,
+					    u64 lag_slices)
+{
+	u64 lag = lag_slices * slice_ns * 100, d;
+
+	if (st->vtime_node != node || st->ioprio_class == ESN_IOPRIO_IDLE ||
+	    tenth_passed(st->ioprio_read_at, bpf_jiffies64()))
+		return false;
+	if (time_after(vtime, clock)) {
+		d = vtime - clock;
+		return d <= MAX_AHEAD_WAIT_NS &&
+		       d * node_queued(node) <= MAX_AHEAD_WAIT_NS;
+	}
+	/* Behind: within the best-effort lag, and the RT class's is wider. */
+	d = clock - vtime;
+	return d <= lag && d * p->scx.weight <= lag;
+}
+
+/*
  * @p's vtime for waiting on @node, within the bounds above, written back to
  * the task when @write_back (an insert into a vtime queue sets it itself,
  * and the write is a kfunc call on kernels since 6.19). A task that changed
@@ -975,10 +1015,12 @@ static __always_inline u64 ioprio_scale(struct task_struct *p,
 static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 			 u32 node, u64 enq_flags, bool write_back)
 {
+	u64 lag_slices = enq_flags & SCX_ENQ_WAKEUP ? 1 : MAX_LAG_SLICES;
 	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node), *from, lag;
 	u64 ahead;
 
-	if (!clock || !st)
+	if (!clock || !st ||
+	    vtime_in_bounds(p, st, node, vtime, *clock, lag_slices))
 		return vtime;
 	if (st->vtime_node != node) {
 		from = node_clock(st->vtime_node);
@@ -986,8 +1028,9 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 			vtime = vtime - *from + *clock;
 		st->vtime_node = node;
 	}
-	lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns : MAX_LAG_SLICES * slice_ns;
-	lag = ioprio_scale(p, st, scale_by_task_weight_inverse(p, lag), true);
+	lag = ioprio_scale(p, st,
+			   scale_by_task_weight_inverse(p, lag_slices * slice_ns),
+			   true);
 	if (time_before(vtime, *clock - lag))
 		vtime = *clock - lag;
 	/* Only a task ahead at all reads the queue lengths. */
@@ -1038,9 +1081,13 @@ static __always_inline void count_run_by_ioprio(struct esn_sched_task *st,
 static __always_inline void advance_clock(struct task_struct *p,
 					  struct esn_sched_task *st, u32 node)
 {
-	u64 vtime = task_vtime_on(p, st, node, 0, true), *clock = node_clock(node);
+	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node);
 
-	if (clock && time_before(*clock, vtime))
+	if (!clock)
+		return;
+	if (!vtime_in_bounds(p, st, node, vtime, *clock, MAX_LAG_SLICES))
+		vtime = task_vtime_on(p, st, node, 0, true);
+	if (time_before(*clock, vtime))
 		*clock = vtime;
 }
 
@@ -1087,7 +1134,7 @@ static u64 queue_on_node(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
- * Does an RT or deadline task (or the stop class) hold @cpu now? cpu_spared
+ * Does an RT or deadline task (or the stop class) hold @cpu now? cpu_state.spared
  * alone can be stale for such a CPU: cpu_release runs only when sched_ext
  * hands the CPU to a higher class, not when the RT task takes it back from
  * the idle task after RT throttling's window, in which a fair task may have
@@ -1126,7 +1173,7 @@ static bool cpu_rt_lately(s32 cpu)
  * later, under that CPU's lock, and a task in a local queue that an RT task
  * then takes waits until the RT task yields or is throttled: about 950 ms
  * beside an RT spinner (fio's max latency 968 ms in one VM fairness R run
- * of eleven before cpu_lent). So not while @cpu is lent (cpu_release has
+ * of eleven before cpu_state.lent). So not while @cpu is lent (cpu_release has
  * already emptied the queue once, and will not again), not while a higher
  * class holds it now, and not within RT_RECENT_NS of an RT or deadline task
  * taking or holding it (cpu_rt_took_at): at the end of its throttling
@@ -1137,9 +1184,9 @@ static bool cpu_rt_lately(s32 cpu)
  */
 static __always_inline bool direct_dispatch_safe(s32 cpu)
 {
-	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
+	struct esn_cpu_state *cs = cpu_state_of(cpu);
 
-	if (lent && !*lent && !cpu_rt_lately(cpu) &&
+	if (cs && !cs->lent && !cpu_rt_lately(cpu) &&
 	    !cpu_held_by_higher_class(cpu))
 		return true;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -1198,12 +1245,12 @@ static s32 pick_idle_on_node(struct task_struct *p, const struct cpumask *cpus,
 	return pick_idle_in(cpus);
 }
 
-/* Can @cpu be preempted for a placed task (see cpu_spared)? */
+/* Can @cpu be preempted for a placed task (see cpu_state.spared)? */
 static bool cpu_preemptible_for_io(s32 cpu)
 {
-	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
+	struct esn_cpu_state *cs = cpu_state_of(cpu);
 
-	return spared && !*spared && cpu < cpu_ids_nr &&
+	return cs && !cs->spared && cpu < cpu_ids_nr &&
 	       !cpu_held_by_higher_class(cpu) && !cpu_rt_hogged(cpu);
 }
 
@@ -1214,13 +1261,12 @@ static bool cpu_preemptible_for_io(s32 cpu)
  */
 static u64 cpu_ran_ns(s32 cpu, u64 now)
 {
-	u32 zero = 0;
-	u64 *start;
+	struct esn_cpu_state *cs = cpu_state_of(cpu);
+	u64 start = cs ? READ_ONCE(cs->run_start) : now;
 
-	start = bpf_map_lookup_percpu_elem(&cpu_run_start, &zero, cpu);
-	if (!start || (s64)(now - *start) < 0)
+	if ((s64)(now - start) < 0)
 		return 0;
-	return now - *start;
+	return now - start;
 }
 
 /* Has the task on @cpu run for io_preempt_after_ns? */
@@ -1854,10 +1900,10 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
  * waiting too long is exactly the overloaded node's wait the controller
  * must see).
  */
-static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu,
-					 u64 now)
+static __always_inline void account_wait(struct esn_sched_task *st,
+					 u32 run_node, u64 now)
 {
-	u32 node = st->wait_node < nr_nodes ? st->wait_node : node_of_cpu(cpu);
+	u32 node = st->wait_node < nr_nodes ? st->wait_node : run_node;
 	bool woke_idle = st->woke_idle;
 	struct esn_node_sched *ns;
 	u64 wait;
@@ -1900,31 +1946,31 @@ static __always_inline void account_wait(struct esn_sched_task *st, s32 cpu,
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
-	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
+	struct esn_cpu_state *cs = cpu_state_of(cpu);
 	struct esn_sched_task *st = sched_task(p);
 	u8 io = st && (st->io_placed || st->io_bound);
-	u64 now = sched_now(), *run_start;
-	u32 zero = 0;
+	u64 now = sched_now();
+	u32 node;
 
-	run_start = bpf_map_lookup_elem(&cpu_run_start, &zero);
-	if (run_start)
-		*run_start = now;
-	if (spared && *spared != io)
-		*spared = io;
-	if (lent && *lent)
-		*lent = 0;
+	if (cs) {
+		cs->run_start = now;
+		if (cs->spared != io)
+			cs->spared = io;
+		if (cs->lent)
+			cs->lent = 0;
+	}
 	if (!st)
 		return;
 	uncount_queued(st);
 	st->woke_node_set = false;
 	/* Direct-dispatched before any enqueue: it has run, no longer new. */
 	st->joined = false;
-	account_wait(st, cpu, now);
+	node = node_of_cpu(cpu);
+	account_wait(st, node, now);
 	st->running_at = now;
 	if (st->rescued)
-		rejoin_clock(p, st, node_of_cpu(cpu));
-	advance_clock(p, st, node_of_cpu(cpu));
+		rejoin_clock(p, st, node);
+	advance_clock(p, st, node);
 }
 
 /*
@@ -1964,14 +2010,13 @@ void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
  */
 void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
-	u8 *spared = MEMBER_VPTR(cpu_spared, [cpu]);
-	u8 *lent = MEMBER_VPTR(cpu_lent, [cpu]);
+	struct esn_cpu_state *cs = cpu_state_of(cpu);
 	u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
 
-	if (spared)
-		*spared = 1;
-	if (lent)
-		*lent = 1;
+	if (cs) {
+		cs->spared = 1;
+		cs->lent = 1;
+	}
 	if (rt_took_at && (args->reason == SCX_CPU_PREEMPT_RT ||
 			   args->reason == SCX_CPU_PREEMPT_DL))
 		*rt_took_at = sched_now() ?: 1;
