@@ -57,10 +57,6 @@ struct ControlledNode {
     /// count, or --threshold).
     spill_limit: u32,
     ctl: NodeController,
-    /// Sum of the nr_placed readings of the interval, for the mean.
-    placed_sum: u64,
-    /// The same for the node it spills to.
-    spill_placed_sum: u64,
 }
 
 pub struct Control {
@@ -68,6 +64,9 @@ pub struct Control {
     fingerprint: String,
     state_file: Option<PathBuf>,
     ticks: u32,
+    /// Sum of each node's nr_placed readings over the interval (indexed by
+    /// node), for the means: a controlled node's own, and its spill node's.
+    placed_sums: Vec<u64>,
     last_io: BTreeMap<IoKey, IoCounters>,
     last_waits: Vec<NodeWaits>,
     /// When the interval being measured began.
@@ -336,8 +335,6 @@ impl Control {
                     spill_to,
                     spill_limit,
                     ctl,
-                    placed_sum: 0,
-                    spill_placed_sum: 0,
                 }
             })
             .collect();
@@ -346,6 +343,7 @@ impl Control {
             fingerprint,
             state_file,
             ticks: 0,
+            placed_sums: Vec::new(),
             last_io: io,
             last_waits: waits,
             interval_start: Instant::now(),
@@ -369,12 +367,11 @@ impl Control {
 
     /// One reading of BPF's nr_placed, indexed by node.
     pub fn tick(&mut self, nr_placed: &[u32]) {
-        let reading = |node: u32| u64::from(nr_placed.get(node as usize).copied().unwrap_or(0));
-        for n in &mut self.nodes {
-            n.placed_sum += reading(n.node);
-            if let Some(spill_to) = n.spill_to {
-                n.spill_placed_sum += reading(spill_to);
-            }
+        if self.placed_sums.len() < nr_placed.len() {
+            self.placed_sums.resize(nr_placed.len(), 0);
+        }
+        for (sum, &placed) in self.placed_sums.iter_mut().zip(nr_placed) {
+            *sum += u64::from(placed);
         }
         self.ticks += 1;
     }
@@ -394,16 +391,17 @@ impl Control {
             .iter()
             .map(|n| (n.node, n.ctl.threshold()))
             .collect();
+        let placed_sum = |node: u32| self.placed_sums.get(node as usize).copied().unwrap_or(0);
         for n in &mut self.nodes {
             let wait = interval_waits(&waits, &self.last_waits, n.node);
-            let placed = mean_placed(n.placed_sum, self.ticks);
+            let placed = mean_placed(placed_sum(n.node), self.ticks);
             let mut sample = node_sample(&self.last_io, &io, &n.disks, &wait, placed, elapsed);
             if let Some(spill_to) = n.spill_to {
                 sample.spill_delay =
                     contended_delay(&interval_waits(&waits, &self.last_waits, spill_to));
                 if self.ticks > 0 {
                     let limit = limits.get(&spill_to).copied().unwrap_or(n.spill_limit);
-                    let there = mean_placed(n.spill_placed_sum, self.ticks);
+                    let there = mean_placed(placed_sum(spill_to), self.ticks);
                     sample.spill_room = Some(limit.saturating_sub(there));
                 }
             }
@@ -417,10 +415,9 @@ impl Control {
                     decision.inputs_text()
                 );
             }
-            n.placed_sum = 0;
-            n.spill_placed_sum = 0;
             decisions.push(decision);
         }
+        self.placed_sums.fill(0);
         self.ticks = 0;
         self.last_io = io;
         self.last_waits = waits;
