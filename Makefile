@@ -108,11 +108,12 @@ soak: build
 		tests/vm/run.sh soak ESN_SOAK_SECS=$(SOAK_4N_SECS)
 
 # One point per scheduler of the NUMA benchmark, so it cannot rot (builds the
-# peer schedulers once: tests/bench/peers.sh), and the report's self-test on
-# synthetic points with known answers (Debian's python3 has matplotlib, which
-# tests/vm/setup.sh installs).
+# peer schedulers once: tests/bench/peers.sh), and the self-tests of the report
+# and of callback_ab.py on synthetic points with known answers (Debian's
+# python3 has matplotlib, which tests/vm/setup.sh installs).
 bench-smoke: build
 	/usr/bin/python3 tests/bench/report.py --selftest $(CURDIR)/build/bench/report-selftest
+	/usr/bin/python3 tests/bench/callback_ab.py --selftest
 	BENCH_SMOKE=1 tests/bench/numa-bench.sh
 
 demo: deps build

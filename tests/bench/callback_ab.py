@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Per-callback BPF cost of scheduler builds side by side (callback-ab.sh).
+
+    callback_ab.py --delta BEFORE AFTER ROUND BUILD LOAD
+        Two bpfcost.py program files ("name run_time_ns run_cnt" lines) of one
+        build under one load: prints a TSV line per program that ran between
+        them (round, build, load, callback, run_time_ns, run_cnt). The
+        callback is the program name without the scheduler's prefix
+        (esn_running, bpfland_running -> running).
+    callback_ab.py TSV [REF]
+        The report: ns per call per round for every build, then each build's
+        ratio to the first build and to REF (a build name), both as the
+        median of the per-round ratios and pooled (all rounds' time over all
+        rounds' calls). Single-threaded TCG makes one window's mean jump when
+        a vCPU switch lands inside a few runs; the rounds interleave the
+        builds, so the median of per-round ratios is the figure to read.
+    callback_ab.py --selftest
+"""
+
+import collections
+import statistics
+import sys
+
+CALLBACKS = ("select_cpu", "enqueue", "dispatch", "running", "stopping", "runnable")
+
+
+def read_costs(path):
+    costs = {}
+    with open(path) as f:
+        for line in f:
+            name, ns, cnt = line.split()
+            costs[name] = (int(ns), int(cnt))
+    return costs
+
+
+def callback_of(prog_name):
+    return prog_name.split("_", 1)[1] if "_" in prog_name else prog_name
+
+
+def delta_rows(before, after, round_, build, load):
+    rows = []
+    for name in sorted(after):
+        ns0, cnt0 = before.get(name, (0, 0))
+        ns1, cnt1 = after[name]
+        if cnt1 > cnt0:
+            rows.append((round_, build, load, callback_of(name), ns1 - ns0, cnt1 - cnt0))
+    return rows
+
+
+def parse_tsv(lines):
+    """{(load, callback, build): {round: (ns, cnt)}} and the builds in order."""
+    data = collections.defaultdict(dict)
+    builds = []
+    for line in lines:
+        if not line.strip():
+            continue
+        round_, build, load, cb, ns, cnt = line.rstrip("\n").split("\t")
+        if build not in builds:
+            builds.append(build)
+        ns0, cnt0 = data[(load, cb, build)].get(round_, (0, 0))
+        data[(load, cb, build)][round_] = (ns0 + int(ns), cnt0 + int(cnt))
+    return data, builds
+
+
+def ratios(data, load, cb, build, ref):
+    """(median of per-round ratios, pooled ratio) of build to ref, or None."""
+    mine, theirs = data.get((load, cb, build), {}), data.get((load, cb, ref), {})
+    rounds = [r for r in mine if r in theirs and mine[r][1] and theirs[r][1]]
+    if not rounds:
+        return None
+    per_round = [(mine[r][0] / mine[r][1]) / (theirs[r][0] / theirs[r][1]) for r in rounds]
+    pooled = (sum(mine[r][0] for r in rounds) / sum(mine[r][1] for r in rounds)) / (
+        sum(theirs[r][0] for r in rounds) / sum(theirs[r][1] for r in rounds))
+    return statistics.median(per_round), pooled
+
+
+def report(data, builds, ref=None):
+    out = []
+    loads = sorted({k[0] for k in data})
+    for load in loads:
+        out.append(f"== {load}: ns per call, one figure per round")
+        out.append(f"{'callback':12}" + "".join(f"{b:>26}" for b in builds))
+        for cb in CALLBACKS:
+            cells = []
+            for b in builds:
+                per = data.get((load, cb, b), {})
+                cells.append(" ".join(f"{per[r][0] / per[r][1]:.0f}" for r in sorted(per)) or "-")
+            out.append(f"{cb:12}" + "".join(f"{c:>26}" for c in cells))
+        for base in [builds[0]] + ([ref] if ref and ref != builds[0] else []):
+            out.append(f"   ratio to {base}: median of rounds (pooled)")
+            for cb in CALLBACKS:
+                cells = []
+                for b in builds:
+                    r = None if b == base else ratios(data, load, cb, b, base)
+                    cells.append(f"{r[0]:.2f} ({r[1]:.2f})" if r else "-")
+                out.append(f"{cb:12}" + "".join(f"{c:>26}" for c in cells))
+    return "\n".join(out)
+
+
+def selftest():
+    before = {"esn_running": (1000, 10), "esn_stopping": (500, 5)}
+    after = {"esn_running": (4000, 20), "esn_stopping": (500, 5), "esn_enqueue": (300, 3)}
+    rows = delta_rows(before, after, "1", "a", "io-4")
+    assert rows == [("1", "a", "io-4", "enqueue", 300, 3), ("1", "a", "io-4", "running", 3000, 10)], rows
+    lines = [
+        "1\ta\tio-4\trunning\t3000\t10\n", "1\tb\tio-4\trunning\t1500\t10\n",
+        "2\ta\tio-4\trunning\t2000\t10\n", "2\tb\tio-4\trunning\t2000\t20\n",
+        "3\ta\tio-4\trunning\t1000\t10\n", "3\tb\tio-4\trunning\t400\t10\n",
+    ]
+    data, builds = parse_tsv(lines)
+    assert builds == ["a", "b"]
+    med, pooled = ratios(data, "io-4", "running", "b", "a")
+    # per round b/a: 150/300 = 0.5, 100/200 = 0.5, 40/100 = 0.4 -> median 0.5
+    assert abs(med - 0.5) < 1e-9, med
+    # pooled: b 3900/40 = 97.5, a 6000/30 = 200 -> 0.4875
+    assert abs(pooled - 0.4875) < 1e-9, pooled
+    assert ratios(data, "io-4", "enqueue", "b", "a") is None
+    text = report(data, builds)
+    assert "0.50 (0.49)" in text, text
+    print("callback_ab selftest: ok")
+
+
+def main(argv):
+    if argv[1:] == ["--selftest"]:
+        selftest()
+        return 0
+    if len(argv) == 7 and argv[1] == "--delta":
+        for row in delta_rows(read_costs(argv[2]), read_costs(argv[3]), *argv[4:7]):
+            print(*row, sep="\t")
+        return 0
+    if len(argv) in (2, 3) and not argv[1].startswith("-"):
+        with open(argv[1]) as f:
+            data, builds = parse_tsv(f)
+        if not builds:
+            print(f"callback_ab: no measurements in {argv[1]}", file=sys.stderr)
+            return 1
+        print(report(data, builds, argv[2] if len(argv) == 3 else None))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Guest side of tests/bench/callback-ab.sh: every scheduler build of
+# AB_BUILDS ("name=/path ..."), in turn, under each load of AB_LOADS, for
+# AB_ROUNDS rounds (builds interleaved within a round, so drift over the boot
+# spreads over all of them). For each: load the build (a scx_esn binary with
+# --no-state, anything else with no arguments), start the load, and read the
+# kernel's accounting of the build's BPF programs (bpfcost.py) twice, 3 s
+# and 12 s after the load started; the difference is one line per program
+# in $ESN_OUTDIR/callback-ab.tsv: round, build, load, callback, run_time_ns,
+# run_cnt.
+set -uo pipefail
+source "$ESN_REPO/tests/vm/guest-lib.sh"
+
+cost=$ESN_REPO/tests/bench/bpfcost.py
+tsv=$ESN_OUTDIR/callback-ab.tsv
+dev=$(nvme_dev_on_node 1)
+[[ -n $dev ]] || { say "no NVMe on node 1"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+sysctl -qw kernel.bpf_stats_enabled=1 || { say "cannot enable bpf stats"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+: >"$tsv"
+failed=0
+sched_pid=
+
+sx() { cat /sys/kernel/sched_ext/state 2>/dev/null; }
+
+start_build() { # TAG BINARY
+	local tag=$1 bin=$2 i args=()
+	[[ $(basename "$bin") == scx_esn* ]] && args=(--no-state)
+	"$bin" "${args[@]}" >"$ESN_WORK/$tag.out" 2>"$ESN_WORK/$tag.err" </dev/null &
+	sched_pid=$!
+	for i in $(seq 80); do
+		[[ $(sx) == enabled ]] && return 0
+		kill -0 "$sched_pid" 2>/dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
+stop_build() {
+	local i
+	kill -INT "$sched_pid" 2>/dev/null
+	for i in $(seq 60); do kill -0 "$sched_pid" 2>/dev/null || break; sleep 0.5; done
+	kill -KILL "$sched_pid" 2>/dev/null
+	wait "$sched_pid" 2>/dev/null
+	for i in $(seq 40); do [[ $(sx) == disabled ]] && break; sleep 0.5; done
+}
+
+start_load() { # LOAD TAG -> load_pid
+	case $1 in
+	io-*)
+		fio_randread_args "$dev" "${1#io-}" 14
+		"${FIO[@]}" --output-format=json >"$ESN_WORK/$2.fio" 2>&1 &
+		;;
+	hackbench)
+		(end=$((SECONDS + 14)); while ((SECONDS < end)); do
+			hackbench -g 4 -l 300 >>"$ESN_WORK/$2.hackbench" 2>&1
+		done) &
+		;;
+	esac
+	load_pid=$!
+}
+
+one() { # ROUND NAME BINARY LOAD
+	local round=$1 name=$2 bin=$3 load=$4 tag=$2.$1.$4
+	if ! start_build "$tag" "$bin"; then
+		say "$tag: $bin did not load (see $tag.err)"
+		failed=1
+		stop_build
+		return
+	fi
+	sleep 2
+	start_load "$load" "$tag"
+	sleep 3
+	python3 "$cost" "$sched_pid" "$ESN_WORK/$tag.before" >/dev/null
+	sleep 9
+	python3 "$cost" "$sched_pid" "$ESN_WORK/$tag.after" >/dev/null
+	wait "$load_pid"
+	stop_build
+	python3 "$ESN_REPO/tests/bench/callback_ab.py" --delta "$ESN_WORK/$tag.before" \
+		"$ESN_WORK/$tag.after" "$round" "$name" "$load" >>"$tsv" || failed=1
+	say "$tag measured"
+}
+
+for round in $(seq "${AB_ROUNDS:-3}"); do
+	for load in ${AB_LOADS:-io-4 hackbench}; do
+		for build in $AB_BUILDS; do
+			one "$round" "${build%%=*}" "${build#*=}" "$load"
+		done
+	done
+done
+esn_save
+((failed)) && { echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+echo PASS >"$ESN_OUTDIR/result"
