@@ -10,7 +10,8 @@
 # Usage: tests/bench/callback-ab.sh NAME=BINARY [NAME=BINARY ...]
 #   e.g. callback-ab.sh base=/tmp/scx_esn.main esn=target/release/scx_esn \
 #        scx_bpfland=build/peers/bin/scx_bpfland
-# A binary named scx_esn* runs with --no-state, any other with no arguments.
+# A build whose --help offers --no-state (scx_esn) runs with it, any other
+# with no arguments.
 # Environment: AB_ROUNDS (3), AB_LOADS ("io-4 hackbench"; io-J is fio 4k
 #   randread with J jobs on the node-1 NVMe), AB_REF (a NAME the report also
 #   divides by; default the last one), ESN_VM_APPEND (default tsc=reliable:

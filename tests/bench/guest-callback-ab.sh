@@ -4,8 +4,8 @@
 # Guest side of tests/bench/callback-ab.sh: every scheduler build of
 # AB_BUILDS ("name=/path ..."), in turn, under each load of AB_LOADS, for
 # AB_ROUNDS rounds (builds interleaved within a round, so drift over the boot
-# spreads over all of them). For each: load the build (a scx_esn binary with
-# --no-state, anything else with no arguments), start the load, and read the
+# spreads over all of them). For each: load the build (with --no-state if
+# its --help offers it, as scx_esn's does; else with no arguments), start the load, and read the
 # kernel's accounting of the build's BPF programs (bpfcost.py) twice, 3 s
 # and 12 s after the load started; the difference is one line per program
 # in $ESN_OUTDIR/callback-ab.tsv: round, build, load, callback, run_time_ns,
@@ -26,7 +26,8 @@ sx() { cat /sys/kernel/sched_ext/state 2>/dev/null; }
 
 start_build() { # TAG BINARY
 	local tag=$1 bin=$2 i args=()
-	[[ $(basename "$bin") == scx_esn* ]] && args=(--no-state)
+	# scx_esn learns from scratch in every run; the peers take no options.
+	"$bin" --help 2>&1 | grep -q -- --no-state && args=(--no-state)
 	"$bin" "${args[@]}" >"$ESN_WORK/$tag.out" 2>"$ESN_WORK/$tag.err" </dev/null &
 	sched_pid=$!
 	for i in $(seq 80); do
