@@ -83,17 +83,17 @@ const volatile u64 io_preempt_after_ns = 1000ULL * 1000;
 
 /*
  * A task on the fair path that wakes to find no idle CPU preempts a fair task
- * that has run this long and used more CPU than it (the later vtime, its run
- * so far charged), as EEVDF's wake-up preemption does; else it waits for a
- * slice to end, which the tick notices: up to slice_ns plus a tick. A shell
- * forking beside two CPU hogs in the 1-node VM woke ~190 times a second
- * (exec's reads) and waited 2.0-2.9 ms each time, against 0.5-1.2 ms under
- * EEVDF, and forked 0.55-0.65x as often. Placed and I/O-bound tasks are
- * never preempted for it (cpu_state.spared): they leave the CPU at their next I/O.
- * Nor does an I/O-bound task that found no slot preempt (it runs off its
- * device's node, and a hog's CPU there is remote I/O's), nor does anyone
- * while I/O-bound tasks run (preempt_for_fair_wakeup): this serves the
- * machine's CPU-only phases and CPU-only machines.
+ * that has run this long and used more CPU than it (the later vtime, its run so
+ * far charged), as EEVDF's wake-up preemption does; else it waits for a slice
+ * to end, which the tick notices: up to slice_ns plus a tick. A shell forking
+ * beside two CPU hogs in the 1-node VM woke ~190 times a second (exec's reads)
+ * and waited 2.0-2.9 ms each time, against 0.5-1.2 ms under EEVDF, and forked
+ * 0.55-0.65x as often. Placed and I/O-bound tasks are never preempted for it
+ * (cpu_state.spared): they leave the CPU at their next I/O. Nor does an
+ * I/O-bound task that found no slot preempt (it runs off its device's node, and
+ * a hog's CPU there is remote I/O's), nor does anyone while I/O-bound tasks run
+ * (preempt_for_fair_wakeup): this serves the machine's CPU-only phases and
+ * CPU-only machines.
  */
 const volatile bool fair_preempt = true;
 const volatile u64 fair_preempt_after_ns = 1000ULL * 1000;
@@ -1134,13 +1134,13 @@ static u64 queue_on_node(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
- * Does an RT or deadline task (or the stop class) hold @cpu now? cpu_state.spared
- * alone can be stale for such a CPU: cpu_release runs only when sched_ext
- * hands the CPU to a higher class, not when the RT task takes it back from
- * the idle task after RT throttling's window, in which a fair task may have
- * run there and had ops.running clear the flag. A task put on that CPU's
- * local queue would wait out the RT task (fio's max latency of 960 ms beside
- * an RT spinner, VM fairness test R).
+ * Does an RT or deadline task (or the stop class) hold @cpu now? Its
+ * cpu_state.spared alone can be stale for such a CPU: cpu_release runs only
+ * when sched_ext hands the CPU to a higher class, not when the RT task takes it
+ * back from the idle task after RT throttling's window, in which a fair task
+ * may have run there and had ops.running clear the flag. A task put on that
+ * CPU's local queue would wait out the RT task (fio's max latency of 960 ms
+ * beside an RT spinner, VM fairness test R).
  */
 static bool cpu_held_by_higher_class(s32 cpu)
 {
@@ -1172,15 +1172,14 @@ static bool cpu_rt_lately(s32 cpu)
  * May a wake-up go straight onto idle @cpu's local queue? The insert lands
  * later, under that CPU's lock, and a task in a local queue that an RT task
  * then takes waits until the RT task yields or is throttled: about 950 ms
- * beside an RT spinner (fio's max latency 968 ms in one VM fairness R run
- * of eleven before cpu_state.lent). So not while @cpu is lent (cpu_release has
- * already emptied the queue once, and will not again), not while a higher
- * class holds it now, and not within RT_RECENT_NS of an RT or deadline task
- * taking or holding it (cpu_rt_took_at): at the end of its throttling
- * window such a task takes the CPU back from the idle task, which calls no
- * cpu_release. Such a wake-up is queued by enqueue instead, where a CPU
- * that takes it does so under its own lock, and @cpu is kicked to look
- * (select_cpu cleared its idle bit).
+ * beside an RT spinner (fio's max latency 968 ms in one VM fairness R run of
+ * eleven before cpu_state.lent). So not while @cpu is lent (cpu_release has
+ * already emptied the queue once, and will not again), not while a higher class
+ * holds it now, and not within RT_RECENT_NS of an RT or deadline task taking or
+ * holding it (cpu_rt_took_at): at the end of its throttling window such a task
+ * takes the CPU back from the idle task, which calls no cpu_release. Such a
+ * wake-up is queued by enqueue instead, where a CPU that takes it does so under
+ * its own lock, and @cpu is kicked to look (select_cpu cleared its idle bit).
  */
 static __always_inline bool direct_dispatch_safe(s32 cpu)
 {
