@@ -302,10 +302,11 @@ struct esn_sched_task {
 	bool rescued;	 /* run out of vtime order (run_starving) */
 	bool joined;	 /* new to us (forked, or there at load), not yet queued
 			  * nor run */
-	u64 ioprio_read_at; /* in jiffies: see task_ioprio_class() */
+	u64 ioprio_due_at; /* jiffies when it is reread (task_ioprio_class);
+			    * 0: now */
 	/* last_check_stands(): task_target_node()'s last full answer */
 	u8 checked_node;
-	u64 checked_at;	 /* in jiffies; 0: none stands */
+	u64 checked_until; /* jiffies until which it stands; 0: none does */
 	u64 checked_gen; /* placements_released as of that check */
 	u8 counted_in;	 /* its queued_count slot + 1; 0: none (see there) */
 };
@@ -708,6 +709,24 @@ static __always_inline bool tenth_passed(u64 then, u64 now_jiffies)
 }
 
 /*
+ * The same limits for a task's own state, kept as deadlines: a tenth of a
+ * second from @now_jiffies (never 0), and whether @due has come (0 has).
+ * The check, at every wake-up and context switch, is then one subtraction,
+ * with no CONFIG_HZ to read (a map of its own, .kconfig).
+ */
+static __always_inline u64 tenth_from(u64 now_jiffies)
+{
+	u64 hz = CONFIG_HZ ?: 1000;
+
+	return (now_jiffies + (hz + 9) / 10) ?: 1;
+}
+
+static __always_inline bool due_by(u64 due, u64 now_jiffies)
+{
+	return !due || (s64)(now_jiffies - due) >= 0;
+}
+
+/*
  * An I/O-bound task wakes at every I/O completion, thousands of times a
  * second, and each full check (task_target_node) costs two or three hash
  * lookups and the slot counters; one that found every node full walks the
@@ -725,7 +744,7 @@ static __always_inline bool last_check_stands(struct task_struct *p,
 					      u64 gen, u64 now_jiffies)
 {
 	return st->io_bound && st->checked_gen == gen &&
-	       !tenth_passed(st->checked_at, now_jiffies) &&
+	       !due_by(st->checked_until, now_jiffies) &&
 	       task_runs_anywhere(p);
 }
 
@@ -737,7 +756,7 @@ static __always_inline void remember_check(struct esn_sched_task *st, u8 node,
 		return;
 	st->checked_node = node;
 	st->checked_gen = gen;
-	st->checked_at = now_jiffies ?: 1;
+	st->checked_until = tenth_from(now_jiffies);
 }
 
 /*
@@ -766,7 +785,7 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 	if (st) {
 		if (last_check_stands(p, st, gen, now_jiffies))
 			return st->checked_node;
-		st->checked_at = 0;
+		st->checked_until = 0;
 	}
 	io = task_io_of(p);
 	if (!st || st->io_placed)
@@ -934,14 +953,14 @@ static u8 task_ioprio_class(struct task_struct *p, struct esn_sched_task *st)
 	struct io_context *ioc;
 	u8 class;
 
-	if (!tenth_passed(st->ioprio_read_at, now))
+	if (!due_by(st->ioprio_due_at, now))
 		return st->ioprio_class;
 	ioc = BPF_CORE_READ(p, io_context);
 	class = ioc ? BPF_CORE_READ(ioc, ioprio) >> IOPRIO_CLASS_SHIFT_BITS : 0;
 	if (class != ESN_IOPRIO_RT && class != ESN_IOPRIO_IDLE)
 		class = ESN_IOPRIO_BE;
 	st->ioprio_class = class;
-	st->ioprio_read_at = now ?: 1;
+	st->ioprio_due_at = tenth_from(now);
 	return class;
 }
 
@@ -970,6 +989,12 @@ static __always_inline u64 ioprio_scale(struct task_struct *p,
 }
 
 /*
+ * The weight of a nice-0 task, which scale_by_task_weight_inverse() (scx's
+ * common.bpf.h) divides by: a run of t costs t * NICE0_WEIGHT / weight.
+ */
+#define NICE0_WEIGHT 100
+
+/*
  * Would task_vtime_on() leave @vtime as it is, for a task whose lag may be
  * @lag_slices slices? The answer without its divisions, for the calls at
  * every wake-up and context switch: the vtime was bounded against this
@@ -985,10 +1010,10 @@ static __always_inline bool vtime_in_bounds(struct task_struct *p,
 					    u64 vtime, u64 clock,
 					    u64 lag_slices)
 {
-	u64 lag = lag_slices * slice_ns * 100, d;
+	u64 lag = lag_slices * slice_ns * NICE0_WEIGHT, d;
 
 	if (st->vtime_node != node || st->ioprio_class == ESN_IOPRIO_IDLE ||
-	    tenth_passed(st->ioprio_read_at, bpf_jiffies64()))
+	    due_by(st->ioprio_due_at, bpf_jiffies64()))
 		return false;
 	if (time_after(vtime, clock)) {
 		d = vtime - clock;
@@ -1001,26 +1026,25 @@ static __always_inline bool vtime_in_bounds(struct task_struct *p,
 }
 
 /*
- * @p's vtime for waiting on @node, within the bounds above, written back to
- * the task when @write_back (an insert into a vtime queue sets it itself,
- * and the write is a kfunc call on kernels since 6.19). A task that changed
- * node keeps its lag, measured against the clock it left. A waking
- * task gets at most one slice of lag, inversely to its weight as EEVDF
+ * @p's vtime for waiting on @node, brought within the bounds above (a lag
+ * of @lag_slices; @st not NULL), written back to the task when @write_back
+ * (an insert into a vtime queue sets it itself, and the write is a kfunc
+ * call on kernels since 6.19). A task that changed node keeps its lag,
+ * measured against the clock it left. A waking task gets at most one slice
+ * of lag, inversely to its weight as EEVDF
  * does, so the credit is one slice of *run time* at any nice level:
  * sleeping never buys a burst. Tasks queued again without sleeping (slice
  * over, preempted, sent back from a CPU a higher class took) keep their
  * vtime up to MAX_LAG_SLICES behind: clamping them to one slice would erase
  * the CPU they used and flatten nice.
  */
-static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
-			 u32 node, u64 enq_flags, bool write_back)
+static u64 task_vtime_bound(struct task_struct *p, struct esn_sched_task *st,
+			    u32 node, u64 lag_slices, bool write_back)
 {
-	u64 lag_slices = enq_flags & SCX_ENQ_WAKEUP ? 1 : MAX_LAG_SLICES;
 	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node), *from, lag;
 	u64 ahead;
 
-	if (!clock || !st ||
-	    vtime_in_bounds(p, st, node, vtime, *clock, lag_slices))
+	if (!clock)
 		return vtime;
 	if (st->vtime_node != node) {
 		from = node_clock(st->vtime_node);
@@ -1042,6 +1066,24 @@ static u64 task_vtime_on(struct task_struct *p, struct esn_sched_task *st,
 	if (write_back && vtime != p->scx.dsq_vtime)
 		scx_bpf_task_set_dsq_vtime(p, vtime);
 	return vtime;
+}
+
+/*
+ * @p's vtime for waiting on @node: as it is where vtime_in_bounds() says so,
+ * which is nearly always and needs no call, else task_vtime_bound()'s. The
+ * lag allowed is one slice for a wake-up, MAX_LAG_SLICES otherwise.
+ */
+static __always_inline u64 task_vtime_on(struct task_struct *p,
+					 struct esn_sched_task *st, u32 node,
+					 u64 enq_flags, bool write_back)
+{
+	u64 lag_slices = enq_flags & SCX_ENQ_WAKEUP ? 1 : MAX_LAG_SLICES;
+	u64 vtime = p->scx.dsq_vtime, *clock = node_clock(node);
+
+	if (!clock || !st ||
+	    vtime_in_bounds(p, st, node, vtime, *clock, lag_slices))
+		return vtime;
+	return task_vtime_bound(p, st, node, lag_slices, write_back);
 }
 
 /*
@@ -1086,7 +1128,7 @@ static __always_inline void advance_clock(struct task_struct *p,
 	if (!clock)
 		return;
 	if (!vtime_in_bounds(p, st, node, vtime, *clock, MAX_LAG_SLICES))
-		vtime = task_vtime_on(p, st, node, 0, true);
+		vtime = task_vtime_bound(p, st, node, MAX_LAG_SLICES, true);
 	if (time_before(*clock, vtime))
 		*clock = vtime;
 }
@@ -1099,7 +1141,8 @@ static __always_inline void advance_clock(struct task_struct *p,
 static __always_inline void rejoin_clock(struct task_struct *p,
 					 struct esn_sched_task *st, u32 node)
 {
-	u64 vtime = task_vtime_on(p, st, node, 0, true), *clock = node_clock(node);
+	u64 vtime = task_vtime_bound(p, st, node, MAX_LAG_SLICES, true);
+	u64 *clock = node_clock(node);
 
 	st->rescued = false;
 	if (clock && time_after(vtime, *clock))
