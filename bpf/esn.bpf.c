@@ -1031,9 +1031,8 @@ static __always_inline bool vtime_in_bounds(struct task_struct *p,
  * (an insert into a vtime queue sets it itself, and the write is a kfunc
  * call on kernels since 6.19). A task that changed node keeps its lag,
  * measured against the clock it left. A waking task gets at most one slice
- * of lag, inversely to its weight as EEVDF
- * does, so the credit is one slice of *run time* at any nice level:
- * sleeping never buys a burst. Tasks queued again without sleeping (slice
+ * of lag, inversely to its weight as EEVDF does, so the credit is one slice
+ * of *run time* at any nice level: sleeping never buys a burst. Tasks queued again without sleeping (slice
  * over, preempted, sent back from a CPU a higher class took) keep their
  * vtime up to MAX_LAG_SLICES behind: clamping them to one slice would erase
  * the CPU they used and flatten nice.
