@@ -108,13 +108,15 @@ soak: build
 		tests/vm/run.sh soak ESN_SOAK_SECS=$(SOAK_4N_SECS)
 
 # One point per scheduler of the NUMA benchmark, so it cannot rot (builds the
-# peer schedulers once: tests/bench/peers.sh), and the self-tests of the report
+# peer schedulers once: tests/bench/peers.sh), the self-tests of the report
 # and of callback_ab.py on synthetic points with known answers (Debian's
-# python3 has matplotlib, which tests/vm/setup.sh installs).
+# python3 has matplotlib, which tests/vm/setup.sh installs), and one round of
+# the callback A/B with esn-callprof on scx_esn (~2 min).
 bench-smoke: build
 	/usr/bin/python3 tests/bench/report.py --selftest $(CURDIR)/build/bench/report-selftest
 	/usr/bin/python3 tests/bench/callback_ab.py --selftest
 	BENCH_SMOKE=1 tests/bench/numa-bench.sh
+	AB_ROUNDS=1 AB_LOADS=io-4 tests/bench/callback-ab.sh esn=target/release/scx_esn
 
 demo: deps build
 	tests/vm/demo.sh

@@ -12,14 +12,18 @@
 #        scx_bpfland=build/peers/bin/scx_bpfland
 # A build whose --help offers --no-state (scx_esn) runs with it, any other
 # with no arguments.
-# Environment: AB_ROUNDS (3), AB_LOADS ("io-4 hackbench"; io-J is fio 4k
+# Environment: AB_ROUNDS (3), AB_PROFILE (1: after the bpf stats window,
+#   esn-callprof times every call for 5 s, and the report adds each
+#   callback's median call, the figure single-threaded TCG's vCPU switches
+#   do not move; 0: bpf stats only), AB_LOADS ("io-4 hackbench"; io-J is fio 4k
 #   randread with J jobs on the node-1 NVMe), AB_REF (a NAME the report also
 #   divides by; default the last one), ESN_VM_APPEND (default tsc=reliable:
 #   on the emulated HPET every clock read is a device access, which charges
 #   schedulers that read the clock for a cost no server has).
 # Needs: tests/vm/setup.sh. Report: build/bench/callback-ab/callback-ab.txt
 # (callback_ab.py) and the raw callback-ab.tsv. Exit 0 when every build was
-# measured. Takes about 45 s per build, load and round under TCG.
+# measured. Takes about 45 s per build, load and round under TCG (55 s with
+# AB_PROFILE=1).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,15 +45,21 @@ loads=${AB_LOADS:-io-4 hackbench}
 for load in $loads; do
 	[[ $load =~ ^io-[1-9][0-9]*$ || $load == hackbench ]] || die "AB_LOADS: unknown load $load (io-J, hackbench)"
 done
+profile=${AB_PROFILE:-1}
+[[ $profile == [01] ]] || die "AB_PROFILE=$profile: 0 or 1"
+((profile == 0)) || [[ -x $repo/target/release/esn-callprof ]] || die "no target/release/esn-callprof: make build (or AB_PROFILE=0)"
 outdir=$repo/build/bench/callback-ab
 rm -rf "$outdir"
 n=$((${#builds[@]} * $(wc -w <<<"$loads") * rounds))
 rc=0
-ESN_VM_APPEND=${ESN_VM_APPEND-tsc=reliable} ESN_VM_QUIET=1 ESN_VM_TIMEOUT=$((300 + 50 * n)) \
+ESN_VM_APPEND=${ESN_VM_APPEND-tsc=reliable} ESN_VM_QUIET=1 ESN_VM_TIMEOUT=$((300 + 60 * n)) \
 	"$repo/tests/vm/run-in-vm.sh" "$here/guest-callback-ab.sh" "$outdir" \
-	"AB_BUILDS=${builds[*]}" "AB_ROUNDS=$rounds" "AB_LOADS=$loads" || rc=$?
+	"AB_BUILDS=${builds[*]}" "AB_ROUNDS=$rounds" "AB_LOADS=$loads" "AB_PROFILE=$profile" || rc=$?
 if [[ -s $outdir/callback-ab.tsv ]]; then
-	python3 "$here/callback_ab.py" "$outdir/callback-ab.tsv" "${AB_REF:-$last}" | tee "$outdir/callback-ab.txt"
+	calls=()
+	((profile == 0)) || calls=(--calls "$outdir/callprof.tsv")
+	python3 "$here/callback_ab.py" "$outdir/callback-ab.tsv" "${AB_REF:-$last}" "${calls[@]}" |
+		tee "$outdir/callback-ab.txt"
 else
 	echo "callback-ab: no measurements; the guest's log:" >&2
 	cat "$outdir/log" >&2 2>/dev/null || true

@@ -15,6 +15,15 @@
         rounds' calls). Single-threaded TCG makes one window's mean jump when
         a vCPU switch lands inside a few runs; the rounds interleave the
         builds, so the median of per-round ratios is the figure to read.
+    callback_ab.py TSV [REF] --calls CALLPROF_TSV
+        The same, then the per-call figures of esn-callprof (guest side:
+        round, build, load, callback, calls, mean, p10, p50, p90, p99 in ns;
+        callback "floor" is the profiler timing an empty program): each
+        callback's median call less the floor's median in the same run, per
+        round, and each build's ratio to the first build and to REF as the
+        median of the per-round ratios. A call's median is not moved by the
+        few calls a vCPU switch lands in, which is what makes the means above
+        spread.
     callback_ab.py --selftest
 """
 
@@ -98,6 +107,49 @@ def report(data, builds, ref=None):
     return "\n".join(out)
 
 
+def parse_calls(lines):
+    """{(load, callback, build): {round: p50 - floor p50}} and the floors
+    {(load, build): {round: floor p50}} of esn-callprof lines."""
+    p50 = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        round_, build, load, cb, _calls, _mean, _p10, median = line.rstrip("\n").split("\t")[:8]
+        p50[(round_, build, load, cb)] = float(median)
+    floors = collections.defaultdict(dict)
+    own = collections.defaultdict(dict)
+    for (round_, build, load, cb), median in p50.items():
+        floor = p50.get((round_, build, load, "floor"))
+        if cb == "floor":
+            floors[(load, build)][round_] = median
+        elif floor is not None:
+            own[(load, cb, build)][round_] = median - floor
+    return own, floors
+
+
+def calls_report(own, floors, builds, ref=None):
+    out = []
+    for load in sorted({k[0] for k in own}):
+        out.append(f"== {load}: median ns per call less the profiler's floor (esn-callprof), one figure per round")
+        out.append(f"{'callback':12}" + "".join(f"{b:>26}" for b in builds))
+        cells = [" ".join(f"{v:.0f}" for _, v in sorted(floors.get((load, b), {}).items())) or "-" for b in builds]
+        out.append(f"{'(floor)':12}" + "".join(f"{c:>26}" for c in cells))
+        for cb in CALLBACKS:
+            cells = [" ".join(f"{v:.0f}" for _, v in sorted(own.get((load, cb, b), {}).items())) or "-" for b in builds]
+            out.append(f"{cb:12}" + "".join(f"{c:>26}" for c in cells))
+        for base in [builds[0]] + ([ref] if ref and ref != builds[0] else []):
+            out.append(f"   ratio to {base}: median of the per-round ratios [min-max]")
+            for cb in CALLBACKS:
+                cells = []
+                theirs = own.get((load, cb, base), {})
+                for b in builds:
+                    mine = own.get((load, cb, b), {})
+                    per = [mine[r] / theirs[r] for r in mine if b != base and r in theirs and theirs[r] > 0]
+                    cells.append(f"{statistics.median(per):.2f} [{min(per):.2f}-{max(per):.2f}]" if per else "-")
+                out.append(f"{cb:12}" + "".join(f"{c:>26}" for c in cells))
+    return "\n".join(out)
+
+
 def selftest():
     before = {"esn_running": (1000, 10), "esn_stopping": (500, 5)}
     after = {"esn_running": (4000, 20), "esn_stopping": (500, 5), "esn_enqueue": (300, 3)}
@@ -118,6 +170,24 @@ def selftest():
     assert ratios(data, "io-4", "enqueue", "b", "a") is None
     text = report(data, builds)
     assert "0.50 (0.49)" in text, text
+    calls = [
+        "1\ta\tio-4\tfloor\t20000\t900\t800\t1000\t1200\t5000\n",
+        "1\ta\tio-4\trunning\t900\t9000\t2000\t3000\t4000\t900000\n",
+        "1\tb\tio-4\tfloor\t20000\t900\t800\t1100\t1200\t5000\n",
+        "1\tb\tio-4\trunning\t900\t9000\t2000\t2100\t4000\t900000\n",
+        "2\ta\tio-4\tfloor\t20000\t900\t800\t1000\t1200\t5000\n",
+        "2\ta\tio-4\trunning\t900\t9000\t2000\t5000\t4000\t900000\n",
+        "2\tb\tio-4\tfloor\t20000\t900\t800\t1000\t1200\t5000\n",
+        "2\tb\tio-4\trunning\t900\t9000\t2000\t3000\t4000\t900000\n",
+        # a round without its floor line is left out
+        "3\tb\tio-4\trunning\t900\t9000\t2000\t3000\t4000\t900000\n",
+    ]
+    own, floors = parse_calls(calls)
+    assert own[("io-4", "running", "a")] == {"1": 2000.0, "2": 4000.0}, own
+    assert own[("io-4", "running", "b")] == {"1": 1000.0, "2": 2000.0}, own
+    text = calls_report(own, floors, ["a", "b"])
+    # b/a per round: 1000/2000 and 2000/4000 -> 0.50 both
+    assert "0.50 [0.50-0.50]" in text, text
     print("callback_ab selftest: ok")
 
 
@@ -129,13 +199,24 @@ def main(argv):
         for row in delta_rows(read_costs(argv[2]), read_costs(argv[3]), *argv[4:7]):
             print(*row, sep="\t")
         return 0
+    calls_file = None
+    if len(argv) >= 4 and argv[-2] == "--calls":
+        calls_file, argv = argv[-1], argv[:-2]
     if len(argv) in (2, 3) and not argv[1].startswith("-"):
         with open(argv[1]) as f:
             data, builds = parse_tsv(f)
         if not builds:
             print(f"callback_ab: no measurements in {argv[1]}", file=sys.stderr)
             return 1
-        print(report(data, builds, argv[2] if len(argv) == 3 else None))
+        ref = argv[2] if len(argv) == 3 else None
+        print(report(data, builds, ref))
+        if calls_file:
+            with open(calls_file) as f:
+                own, floors = parse_calls(f)
+            if not own:
+                print(f"callback_ab: no per-call figures in {calls_file}", file=sys.stderr)
+                return 1
+            print(calls_report(own, floors, builds, ref))
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -9,16 +9,32 @@
 # kernel's accounting of the build's BPF programs (bpfcost.py) twice, 3 s
 # and 12 s after the load started; the difference is one line per program
 # in $ESN_OUTDIR/callback-ab.tsv: round, build, load, callback, run_time_ns,
-# run_cnt.
+# run_cnt. With AB_PROFILE=1 (the default), esn-callprof then times every
+# call for 5 s more of the load (its programs run inside the profiled ones,
+# so never in the bpf stats window): one line per callback in
+# $ESN_OUTDIR/callprof.tsv: round, build, load, callback, calls, mean, p10,
+# p50, p90, p99 (ns).
 set -uo pipefail
 source "$ESN_REPO/tests/vm/guest-lib.sh"
 
 cost=$ESN_REPO/tests/bench/bpfcost.py
 tsv=$ESN_OUTDIR/callback-ab.tsv
+prof_tsv=$ESN_OUTDIR/callprof.tsv
+callprof=$ESN_REPO/target/release/esn-callprof
+profile=${AB_PROFILE:-1}
+load_secs=14
+if ((profile)); then
+	[[ -x $callprof ]] || { say "no $callprof (make build)"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
+	# The load runs until the profile is done, then stop_load ends it: the
+	# profiler takes ~3 s to load under TCG, and this script, in the fair
+	# class beside hackbench's 160 tasks, can take a minute to get there.
+	load_secs=90
+fi
 dev=$(nvme_dev_on_node 1)
 [[ -n $dev ]] || { say "no NVMe on node 1"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
 sysctl -qw kernel.bpf_stats_enabled=1 || { say "cannot enable bpf stats"; echo FAIL >"$ESN_OUTDIR/result"; exit 1; }
 : >"$tsv"
+: >"$prof_tsv"
 failed=0
 sched_pid=
 
@@ -50,16 +66,27 @@ stop_build() {
 start_load() { # LOAD TAG -> load_pid
 	case $1 in
 	io-*)
-		fio_randread_args "$dev" "${1#io-}" 14
+		fio_randread_args "$dev" "${1#io-}" "$load_secs"
 		"${FIO[@]}" --output-format=json >"$ESN_WORK/$2.fio" 2>&1 &
 		;;
 	hackbench)
-		(end=$((SECONDS + 14)); while ((SECONDS < end)); do
+		(end=$((SECONDS + load_secs)); while ((SECONDS < end)); do
 			hackbench -g 4 -l 300 >>"$ESN_WORK/$2.hackbench" 2>&1
 		done) &
 		;;
 	esac
 	load_pid=$!
+}
+
+# Still running, not a zombie nobody waited for yet.
+load_running() { grep -qs '^State:[[:space:]]*[RSD]' "/proc/$load_pid/status"; }
+
+# SIGTERM: a background command of a shell without job control ignores
+# SIGINT. fio stops its jobs and writes its report on either.
+stop_load() {
+	pkill -TERM -P "$load_pid" 2>/dev/null
+	kill -TERM "$load_pid" 2>/dev/null
+	wait "$load_pid" 2>/dev/null
 }
 
 one() { # ROUND NAME BINARY LOAD
@@ -76,6 +103,20 @@ one() { # ROUND NAME BINARY LOAD
 	python3 "$cost" "$sched_pid" "$ESN_WORK/$tag.before" >/dev/null
 	sleep 9
 	python3 "$cost" "$sched_pid" "$ESN_WORK/$tag.after" >/dev/null
+	if ((profile)); then
+		# Real-time: among hackbench's 160 tasks a fair-class loader took
+		# the whole load to attach (it sleeps through the window itself).
+		if chrt -f 10 "$callprof" --pid "$sched_pid" --duration 5 >"$ESN_WORK/$tag.callprof" 2>"$ESN_WORK/$tag.callprof.err" &&
+			load_running; then
+			grep -v '^#' "$ESN_WORK/$tag.callprof" | cut -f1,3- |
+				sed "s/^/$round\t$name\t$load\t/" >>"$prof_tsv"
+			say "$tag profiled: $(head -1 "$ESN_WORK/$tag.callprof" | grep -o '([0-9.]* s)')"
+		else
+			say "$tag: esn-callprof failed or outlasted the load: $(tail -1 "$ESN_WORK/$tag.callprof.err")"
+			failed=1
+		fi
+		stop_load
+	fi
 	wait "$load_pid"
 	stop_build
 	python3 "$ESN_REPO/tests/bench/callback_ab.py" --delta "$ESN_WORK/$tag.before" \
