@@ -3,9 +3,10 @@
 #
 # Guest side of tests/bench/callback-ab.sh: every scheduler build of
 # AB_BUILDS ("name=/path ..."), in turn, under each load of AB_LOADS, for
-# AB_ROUNDS rounds (builds interleaved within a round, so drift over the boot
-# spreads over all of them). For each: load the build (with --no-state if
-# its --help offers it, as scx_esn's does; else with no arguments), start the load, and read the
+# AB_ROUNDS rounds (builds interleaved within a round, each round starting
+# one build later, so drift over the boot spreads over all of them). For
+# each: load the build (with --no-state if its --help offers it, as
+# scx_esn's does; else with no arguments), start the load, and read the
 # kernel's accounting of the build's BPF programs (bpfcost.py) twice, 3 s
 # and 12 s after the load started; the difference is one line per program
 # in $ESN_OUTDIR/callback-ab.tsv: round, build, load, callback, run_time_ns,
@@ -124,9 +125,14 @@ one() { # ROUND NAME BINARY LOAD
 	say "$tag measured"
 }
 
+# Each round starts one build further down the list: the boot drifts (the
+# same unchanged callback read ~10 % dearer for the build measured later in
+# every round), and rotating spreads that over every build.
+read -ra builds <<<"$AB_BUILDS"
 for round in $(seq "${AB_ROUNDS:-3}"); do
 	for load in ${AB_LOADS:-io-4 hackbench}; do
-		for build in $AB_BUILDS; do
+		for i in "${!builds[@]}"; do
+			build=${builds[(i + round - 1) % ${#builds[@]}]}
 			one "$round" "${build%%=*}" "${build#*=}" "$load"
 		done
 	done
