@@ -47,43 +47,12 @@ struct {
 	__type(value, u64);
 } call_slots SEC(".maps");
 
-/* Index of the highest set bit of @v (v > 0), by halving: no loop for the
- * verifier to bound. */
-static __always_inline u32 highest_bit(u64 v)
-{
-	u32 bit = 0;
-
-	if (v >> 32) {
-		v >>= 32;
-		bit += 32;
-	}
-	if (v >> 16) {
-		v >>= 16;
-		bit += 16;
-	}
-	if (v >> 8) {
-		v >>= 8;
-		bit += 8;
-	}
-	if (v >> 4) {
-		v >>= 4;
-		bit += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		bit += 2;
-	}
-	if (v >> 1)
-		bit += 1;
-	return bit;
-}
-
 /*
  * The histogram slot of a duration: exact below 2^SUB_BITS ns, above that
  * 2^SUB_BITS slots per power of two (a slot is at most 1/32 of its value
  * wide), so a median of 2 µs and one of 60 µs are both read to ~3 %. The
- * loader's slot_bounds is the inverse, and its tests hold the two to each
- * other.
+ * loader's slot_bounds (tests/callprof/src/slots.rs) is the inverse; its
+ * tests hold it to slot_of there, this function's mirror.
  */
 static __always_inline u32 callprof_slot(u64 ns)
 {
@@ -91,7 +60,8 @@ static __always_inline u32 callprof_slot(u64 ns)
 
 	if (ns < (1ULL << CALLPROF_SUB_BITS))
 		return ns;
-	msb = highest_bit(ns);
+	/* scx's log2_u64() is one more than the index of the highest bit. */
+	msb = log2_u64(ns) - 1;
 	sub = (ns >> (msb - CALLPROF_SUB_BITS)) &
 	      ((1U << CALLPROF_SUB_BITS) - 1);
 	return ((msb - CALLPROF_SUB_BITS + 1) << CALLPROF_SUB_BITS) |
