@@ -1032,10 +1032,10 @@ static __always_inline bool vtime_in_bounds(struct task_struct *p,
  * call on kernels since 6.19). A task that changed node keeps its lag,
  * measured against the clock it left. A waking task gets at most one slice
  * of lag, inversely to its weight as EEVDF does, so the credit is one slice
- * of *run time* at any nice level: sleeping never buys a burst. Tasks queued again without sleeping (slice
- * over, preempted, sent back from a CPU a higher class took) keep their
- * vtime up to MAX_LAG_SLICES behind: clamping them to one slice would erase
- * the CPU they used and flatten nice.
+ * of *run time* at any nice level: sleeping never buys a burst. Tasks
+ * queued again without sleeping (slice over, preempted, sent back from a CPU
+ * a higher class took) keep their vtime up to MAX_LAG_SLICES behind: clamping
+ * them to one slice would erase the CPU they used and flatten nice.
  */
 static u64 task_vtime_bound(struct task_struct *p, struct esn_sched_task *st,
 			    u32 node, u64 lag_slices, bool write_back)
