@@ -36,7 +36,8 @@ use clap::Parser;
 use libbpf_rs::btf::{BtfType, TypeId};
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 use libbpf_rs::{
-    Btf, Link, MapCore, MapFlags, Object, ObjectBuilder, Program, ProgramInput, ProgramType,
+    Btf, Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject, Program, ProgramInput,
+    ProgramType,
 };
 
 /// The profiler's BPF object, opened once per callback program.
@@ -172,25 +173,42 @@ fn attach(target: Target) -> Result<Profiler> {
     attach_to(target, target_fd.as_fd(), &what)
 }
 
-/// Load the profiler's object aimed at the program `target_fd` and attach
-/// both programs.
-fn attach_to(target: Target, target_fd: BorrowedFd<'_>, what: &str) -> Result<Profiler> {
+/// CALLPROF_OBJ opened with only the programs named in `keep` to be
+/// loaded. scx/common.bpf.h brings a program of its own (an fentry on the
+/// scheduler's registration, for schedulers), which is never among them.
+fn open_keeping(keep: &[&str]) -> Result<OpenObject> {
     let mut open = ObjectBuilder::default()
         .open_memory(CALLPROF_OBJ)
         .context("opening the profiler's BPF object")?;
     for mut prog in open.progs_mut() {
-        // scx/common.bpf.h brings a program of its own (an fentry on the
-        // scheduler's registration, for schedulers): not loaded here.
-        if !PROFILER_PROGS.contains(&prog.name().to_string_lossy().as_ref()) {
+        if !keep.contains(&prog.name().to_string_lossy().as_ref()) {
             prog.set_autoload(false);
-            continue;
         }
-        prog.set_attach_target(target_fd.as_raw_fd(), Some(target.name.clone()))
-            .with_context(|| format!("aiming the profiler at {what}"))?;
+    }
+    Ok(open)
+}
+
+/// Load the profiler's object aimed at the program `target_fd` and attach
+/// both programs.
+fn attach_to(target: Target, target_fd: BorrowedFd<'_>, what: &str) -> Result<Profiler> {
+    let mut open = open_keeping(&PROFILER_PROGS)?;
+    for mut prog in open.progs_mut() {
+        if PROFILER_PROGS.contains(&prog.name().to_string_lossy().as_ref()) {
+            prog.set_attach_target(target_fd.as_raw_fd(), Some(target.name.clone()))
+                .with_context(|| format!("aiming the profiler at {what}"))?;
+        }
     }
     let object = open.load().with_context(|| {
         format!("loading the profiler for {what}: the kernel needs fentry/fexit on BPF programs (BPF JIT, BTF)")
     })?;
+    let slots = call_slots(&object)?;
+    if slots.max_entries() as usize != slots::SLOTS {
+        bail!(
+            "the profiler's histogram has {} slots, this loader reads {}: rebuild both together",
+            slots.max_entries(),
+            slots::SLOTS
+        );
+    }
     let mut links = Vec::new();
     for prog in object
         .progs_mut()
@@ -199,14 +217,6 @@ fn attach_to(target: Target, target_fd: BorrowedFd<'_>, what: &str) -> Result<Pr
         links.push(
             prog.attach_trace()
                 .with_context(|| format!("attaching the profiler to {what}"))?,
-        );
-    }
-    let slots = call_slots(&object)?;
-    if slots.max_entries() as usize != slots::SLOTS {
-        bail!(
-            "the profiler's histogram has {} slots, this loader reads {}: rebuild both together",
-            slots.max_entries(),
-            slots::SLOTS
         );
     }
     Ok(Profiler {
@@ -223,15 +233,7 @@ const FLOOR_CALLS: u32 = 20_000;
 /// The profiler's own cost: aimed at an empty program (EMPTY_PROG), which
 /// runs FLOOR_CALLS times through BPF_PROG_TEST_RUN.
 fn measure_floor() -> Result<slots::Summary> {
-    let mut open = ObjectBuilder::default()
-        .open_memory(CALLPROF_OBJ)
-        .context("opening the profiler's BPF object")?;
-    for mut prog in open.progs_mut() {
-        if prog.name() != EMPTY_PROG {
-            prog.set_autoload(false);
-        }
-    }
-    let empty = open
+    let empty = open_keeping(&[EMPTY_PROG])?
         .load()
         .context("loading the empty program the floor is measured on")?;
     let prog = empty
