@@ -23,7 +23,14 @@
         round, and each build's ratio to the first build and to REF as the
         median of the per-round ratios. A call's median is not moved by the
         few calls a vCPU switch lands in, which is what makes the means above
-        spread.
+        spread. Two more rows weigh each callback's median by its calls:
+        "per run" is running, stopping and runnable over the runs (running's
+        calls), "per wake" select_cpu, enqueue and runnable over the
+        wake-ups (select_cpu's calls), and "all/wake" every callback over
+        the wake-ups. Schedulers split their work between callbacks
+        differently, and call enqueue and dispatch more or less often; these
+        rows compare what a run, a wake-up, and all the scheduling per
+        wake-up cost. The per-call rows stay the issue's measure.
     callback_ab.py --selftest
 """
 
@@ -32,6 +39,10 @@ import statistics
 import sys
 
 CALLBACKS = ("select_cpu", "enqueue", "dispatch", "running", "stopping", "runnable")
+# (row, callbacks summed, the callback whose calls count the events)
+PER_EVENT = (("per run", ("running", "stopping", "runnable"), "running"),
+             ("per wake", ("select_cpu", "enqueue", "runnable"), "select_cpu"),
+             ("all/wake", CALLBACKS, "select_cpu"))
 
 
 def read_costs(path):
@@ -108,14 +119,17 @@ def report(data, builds, ref=None):
 
 
 def parse_calls(lines):
-    """{(load, callback, build): {round: p50 - floor p50}} and the floors
-    {(load, build): {round: floor p50}} of esn-callprof lines."""
-    p50 = {}
+    """{(load, callback, build): {round: p50 - floor p50}}, the floors
+    {(load, build): {round: floor p50}} of esn-callprof lines, and the calls
+    {(load, callback, build): {round: calls}}."""
+    p50, ncalls = {}, collections.defaultdict(dict)
     for line in lines:
         if not line.strip():
             continue
-        round_, build, load, cb, _calls, _mean, _p10, median = line.rstrip("\n").split("\t")[:8]
+        round_, build, load, cb, calls, _mean, _p10, median = line.rstrip("\n").split("\t")[:8]
         p50[(round_, build, load, cb)] = float(median)
+        if cb != "floor":
+            ncalls[(load, cb, build)][round_] = int(calls)
     floors = collections.defaultdict(dict)
     own = collections.defaultdict(dict)
     for (round_, build, load, cb), median in p50.items():
@@ -124,22 +138,46 @@ def parse_calls(lines):
             floors[(load, build)][round_] = median
         elif floor is not None:
             own[(load, cb, build)][round_] = median - floor
-    return own, floors
+    return own, floors, ncalls
 
 
-def calls_report(own, floors, builds, ref=None):
+def per_event(own, ncalls, load, build, summed, counter):
+    """{round: ns per event}: the medians of @summed weighted by their calls,
+    over @counter's calls; a round without @counter's figure is left out."""
+    out = {}
+    for round_, events in ncalls.get((load, counter, build), {}).items():
+        if not events or round_ not in own.get((load, counter, build), {}):
+            continue
+        total = sum(own[(load, cb, build)][round_] * ncalls[(load, cb, build)][round_]
+                    for cb in summed
+                    if round_ in own.get((load, cb, build), {}) and
+                    round_ in ncalls.get((load, cb, build), {}))
+        out[round_] = total / events
+    return out
+
+
+def calls_report(own, floors, builds, ref=None, ncalls=None):
     out = []
+    own = dict(own)
+    rows = list(CALLBACKS)
     for load in sorted({k[0] for k in own}):
+        for row, summed, counter in PER_EVENT if ncalls else ():
+            for b in builds:
+                figures = per_event(own, ncalls, load, b, summed, counter)
+                if figures:
+                    own[(load, row, b)] = figures
+                    if row not in rows:
+                        rows.append(row)
         out.append(f"== {load}: median ns per call less the profiler's floor (esn-callprof), one figure per round")
         out.append(f"{'callback':12}" + "".join(f"{b:>26}" for b in builds))
         cells = [" ".join(f"{v:.0f}" for _, v in sorted(floors.get((load, b), {}).items())) or "-" for b in builds]
         out.append(f"{'(floor)':12}" + "".join(f"{c:>26}" for c in cells))
-        for cb in CALLBACKS:
+        for cb in rows:
             cells = [" ".join(f"{v:.0f}" for _, v in sorted(own.get((load, cb, b), {}).items())) or "-" for b in builds]
             out.append(f"{cb:12}" + "".join(f"{c:>26}" for c in cells))
         for base in [builds[0]] + ([ref] if ref and ref != builds[0] else []):
             out.append(f"   ratio to {base}: median of the per-round ratios [min-max]")
-            for cb in CALLBACKS:
+            for cb in rows:
                 cells = []
                 theirs = own.get((load, cb, base), {})
                 for b in builds:
@@ -182,12 +220,40 @@ def selftest():
         # a round without its floor line is left out
         "3\tb\tio-4\trunning\t900\t9000\t2000\t3000\t4000\t900000\n",
     ]
-    own, floors = parse_calls(calls)
+    own, floors, ncalls = parse_calls(calls)
     assert own[("io-4", "running", "a")] == {"1": 2000.0, "2": 4000.0}, own
     assert own[("io-4", "running", "b")] == {"1": 1000.0, "2": 2000.0}, own
     text = calls_report(own, floors, ["a", "b"])
     # b/a per round: 1000/2000 and 2000/4000 -> 0.50 both
     assert "0.50 [0.50-0.50]" in text, text
+    assert "per run" not in text, text
+    # Per run: a's running 2000 ns + stopping 1000 ns per run; b has no
+    # stopping but a runnable at 500 ns called twice per run: 1000 + 1000.
+    events = [
+        "1\ta\tio-4\tfloor\t20000\t900\t800\t1000\t1200\t5000\n",
+        "1\ta\tio-4\trunning\t100\t0\t0\t3000\t0\t0\n",
+        "1\ta\tio-4\tstopping\t100\t0\t0\t2000\t0\t0\n",
+        "1\ta\tio-4\tselect_cpu\t50\t0\t0\t2000\t0\t0\n",
+        "1\ta\tio-4\tenqueue\t450\t0\t0\t2000\t0\t0\n",
+        "1\tb\tio-4\tfloor\t20000\t900\t800\t1000\t1200\t5000\n",
+        "1\tb\tio-4\trunning\t100\t0\t0\t2000\t0\t0\n",
+        "1\tb\tio-4\trunnable\t200\t0\t0\t1500\t0\t0\n",
+        "1\tb\tio-4\tselect_cpu\t200\t0\t0\t2000\t0\t0\n",
+        "1\tb\tio-4\tenqueue\t20\t0\t0\t11000\t0\t0\n",
+    ]
+    own, floors, ncalls = parse_calls(events)
+    assert per_event(own, ncalls, "io-4", "a", *PER_EVENT[0][1:]) == {"1": 3000.0}
+    assert per_event(own, ncalls, "io-4", "b", *PER_EVENT[0][1:]) == {"1": 2000.0}
+    # Per wake: a 1000 + 1000 * 450 / 50 = 10000; b 1000 + 10000 * 20 / 200
+    # + 500 * 200 / 200 = 2500.
+    assert per_event(own, ncalls, "io-4", "a", *PER_EVENT[1][1:]) == {"1": 10000.0}
+    assert per_event(own, ncalls, "io-4", "b", *PER_EVENT[1][1:]) == {"1": 2500.0}
+    # All per wake: a (2000*100 + 1000*100 + 1000*50 + 1000*450) / 50 = 16000;
+    # b (1000*100 + 500*200 + 1000*200 + 10000*20) / 200 = 3000.
+    assert per_event(own, ncalls, "io-4", "a", *PER_EVENT[2][1:]) == {"1": 16000.0}
+    assert per_event(own, ncalls, "io-4", "b", *PER_EVENT[2][1:]) == {"1": 3000.0}
+    text = calls_report(own, floors, ["a", "b"], ncalls=ncalls)
+    assert "per run" in text and "0.67 [0.67-0.67]" in text and "0.25 [0.25-0.25]" in text, text
     print("callback_ab selftest: ok")
 
 
@@ -212,11 +278,11 @@ def main(argv):
         print(report(data, builds, ref))
         if calls_file:
             with open(calls_file) as f:
-                own, floors = parse_calls(f)
+                own, floors, ncalls = parse_calls(f)
             if not own:
                 print(f"callback_ab: no per-call figures in {calls_file}", file=sys.stderr)
                 return 1
-            print(calls_report(own, floors, builds, ref))
+            print(calls_report(own, floors, builds, ref, ncalls))
         return 0
     print(__doc__, file=sys.stderr)
     return 2
