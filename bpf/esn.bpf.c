@@ -182,8 +182,11 @@ static __always_inline struct esn_cpu_state *cpu_state_of(s32 cpu)
 }
 
 /*
- * When an RT or deadline task last took or held each CPU (0: never), by
- * ops.cpu_release and by the timer's sample (note_rt_held_cpus). Such a
+ * When (bpf_jiffies64()) an RT or deadline task last took or held each CPU
+ * (0: never), by ops.cpu_release and by the timer's sample
+ * (note_rt_held_cpus). Jiffies, not sched_now(): direct_dispatch_safe
+ * reads it at wake-ups, outside any runqueue lock, where sched_now() is a
+ * sched_clock call and a jiffies read is a load. Such a
  * task takes the CPU back from the idle task at the end of its throttling
  * window without a cpu_release, so cpu_state.lent, cleared by whatever ran in
  * the window, cannot tell that the CPU is about to go
@@ -194,11 +197,11 @@ u64 cpu_rt_took_at[ESN_MAX_CPUS];
 
 /*
  * How long after an RT or deadline task took a CPU it is no target for a
- * direct dispatch: longer than the RT bandwidth period (1 s by default,
- * sched_rt_period_us, and the deadline servers' period), so a task that
- * holds the CPU through its throttling windows keeps it marked.
+ * direct dispatch, in seconds: longer than the RT bandwidth period (1 s by
+ * default, sched_rt_period_us, and the deadline servers' period), so a task
+ * that holds the CPU through its throttling windows keeps it marked.
  */
-#define RT_RECENT_NS (2ULL * 1000 * 1000 * 1000)
+#define RT_RECENT_SECS 2
 
 /*
  * The share of each CPU's time a higher class holds, as the timer samples it
@@ -284,12 +287,16 @@ struct esn_sched_task {
 	struct bpf_cpumask __kptr *scratch; /* node mask & p->cpus_ptr */
 	u64 io_enqueued_at;
 	/*
-	 * Became runnable: set at a wake-up by select_cpu, by stopping when
-	 * preempted, else by enqueue when 0. 0 while it runs or sleeps, and
-	 * after disable. No ops.runnable for it: a callback per wake-up, in a
-	 * VM tens of microseconds per I/O, for one clock read.
+	 * Became runnable, where the kernel does not stamp it
+	 * (kernel_stamps_waits()): set at a wake-up by select_cpu, by stopping
+	 * when preempted, else by enqueue when 0. 0 while it runs or sleeps,
+	 * and after disable. No ops.runnable for it: a callback per wake-up,
+	 * in a VM tens of microseconds per I/O, for one clock read.
 	 */
 	u64 runnable_at;
+	/* Where the kernel stamps waits: its run_delay plus the wait then in
+	 * progress, as of this task's last run start (account_wait). */
+	u64 wait_seen;
 	u64 running_at;	 /* started its current run */
 	bool io_placed;	 /* placed at its last wake-up or enqueue */
 	bool io_bound;	 /* I/O-bound then, placed or not (it found no slot) */
@@ -892,6 +899,68 @@ static __always_inline u64 sched_now(void)
 }
 
 /*
+ * Does the kernel stamp when a task became runnable (CONFIG_SCHED_INFO:
+ * sched_info.last_queued, set when the task is queued on a runqueue or
+ * preempted and 0 once it runs; run_delay, the sum of those waits)? Then
+ * the scheduler keeps no stamp of its own (runnable_at): select_cpu runs
+ * outside the runqueue lock, where sched_now() is no cached read but a
+ * sched_clock call, and it made that call at every wake-up.
+ */
+static __always_inline bool kernel_stamps_waits(void)
+{
+	return bpf_core_field_exists(struct task_struct,
+				     sched_info.last_queued) &&
+	       bpf_core_field_exists(struct task_struct, sched_info.run_delay);
+}
+
+/* When @p became runnable and has not run since; 0 if it runs or sleeps. */
+static __always_inline u64 runnable_since(struct task_struct *p,
+					  struct esn_sched_task *st)
+{
+	if (kernel_stamps_waits())
+		return p->sched_info.last_queued;
+	return st ? st->runnable_at : 0;
+}
+
+/* @st's task became runnable (a wake-up, or joining): where the kernel
+ * does not stamp it, stamp it now unless it is already. */
+static __always_inline void note_runnable(struct esn_sched_task *st)
+{
+	if (!kernel_stamps_waits() && st && !st->runnable_at)
+		st->runnable_at = sched_now();
+}
+
+/*
+ * How long @p waited for the run it starts @now; false if it did not queue
+ * for it (a property change that ran it again). Where the kernel stamps
+ * waits, the wait is read off its run_delay as the growth since the last
+ * run's start (wait_seen): a task moved to another CPU's runqueue (a steal)
+ * has the part before the move added to run_delay and last_queued reset,
+ * and both parts count. The kernel adds the wait in progress to run_delay
+ * at the context switch that follows, with the same runqueue clock.
+ */
+static __always_inline bool waited_for_cpu(struct task_struct *p,
+					   struct esn_sched_task *st, u64 now,
+					   u64 *wait)
+{
+	u64 since, total;
+
+	if (!kernel_stamps_waits()) {
+		since = st->runnable_at;
+		st->runnable_at = 0;
+		*wait = since && now > since ? now - since : 0;
+		return since != 0;
+	}
+	since = p->sched_info.last_queued;
+	total = p->sched_info.run_delay;
+	if (since && time_after(now, since))
+		total += now - since;
+	*wait = total > st->wait_seen ? total - st->wait_seen : 0;
+	st->wait_seen = total;
+	return since != 0;
+}
+
+/*
  * Vtime: tasks are ordered by the CPU time they used, scaled by weight, on
  * the clock of the node whose queues they wait in.
  */
@@ -1199,7 +1268,7 @@ static bool cpu_rt_hogged(s32 cpu)
 	return load && *load > RT_LOAD_HOGGED;
 }
 
-/* Did an RT or deadline task take or hold @cpu within RT_RECENT_NS (see
+/* Did an RT or deadline task take or hold @cpu within RT_RECENT_SECS (see
  * cpu_rt_took_at)? */
 static bool cpu_rt_lately(s32 cpu)
 {
@@ -1207,7 +1276,8 @@ static bool cpu_rt_lately(s32 cpu)
 
 	if (!took_at)
 		return true;
-	return *took_at && (s64)(sched_now() - *took_at) < (s64)RT_RECENT_NS;
+	return *took_at && (s64)(bpf_jiffies64() - *took_at) <
+				   (s64)(RT_RECENT_SECS * (CONFIG_HZ ?: 1000));
 }
 
 /*
@@ -1217,7 +1287,7 @@ static bool cpu_rt_lately(s32 cpu)
  * beside an RT spinner (fio's max latency 968 ms in one VM fairness R run of
  * eleven before cpu_state.lent). So not while @cpu is lent (cpu_release has
  * already emptied the queue once, and will not again), not while a higher class
- * holds it now, and not within RT_RECENT_NS of an RT or deadline task taking or
+ * holds it now, and not within RT_RECENT_SECS of an RT or deadline task taking or
  * holding it (cpu_rt_took_at): at the end of its throttling window such a task
  * takes the CPU back from the idle task, which calls no cpu_release. Such a
  * wake-up is queued by enqueue instead, where a CPU that takes it does so under
@@ -1286,13 +1356,19 @@ static s32 pick_idle_on_node(struct task_struct *p, const struct cpumask *cpus,
 	return pick_idle_in(cpus);
 }
 
-/* Can @cpu be preempted for a placed task (see cpu_state.spared)? */
-static bool cpu_preemptible_for_io(s32 cpu)
+/* Does @cpu's own state let a task there be preempted (cpu_state.spared,
+ * cpu_rt_load)? Who runs there now is the caller's to ask. */
+static __always_inline bool cpu_state_preemptible(s32 cpu)
 {
 	struct esn_cpu_state *cs = cpu_state_of(cpu);
 
-	return cs && !cs->spared && cpu < cpu_ids_nr &&
-	       !cpu_held_by_higher_class(cpu) && !cpu_rt_hogged(cpu);
+	return cs && !cs->spared && cpu < cpu_ids_nr && !cpu_rt_hogged(cpu);
+}
+
+/* Can @cpu be preempted for a placed task (see cpu_state.spared)? */
+static bool cpu_preemptible_for_io(s32 cpu)
+{
+	return cpu_state_preemptible(cpu) && !cpu_held_by_higher_class(cpu);
 }
 
 /*
@@ -1481,7 +1557,7 @@ static void rescue_starving_io(void)
  */
 static void note_rt_held_cpus(void)
 {
-	u64 now = sched_now() ?: 1;
+	u64 now = bpf_jiffies64() ?: 1;
 	u32 cpu;
 
 	bpf_for(cpu, 0, cpu_ids_nr) {
@@ -1586,13 +1662,16 @@ static bool fair_wakeup_may_preempt(struct task_struct *p, s32 cpu, u64 vtime,
 
 	if (cpu < 0 || cpu >= cpu_ids_nr ||
 	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-	    !cpu_preemptible_for_io(cpu))
+	    !cpu_state_preemptible(cpu))
 		return false;
 	ran = cpu_ran_ns(cpu, now);
 	if (ran < fair_preempt_after_ns)
 		return false;
+	/* One look at the CPU's task serves both questions:
+	 * cpu_preemptible_for_io()'s (no higher class) and ours (one of ours). */
 	curr = __COMPAT_scx_bpf_cpu_curr(cpu);
-	if (!curr || curr == p || !(curr->scx.flags & SCX_TASK_QUEUED))
+	if (!curr || curr->prio < MAX_RT_PRIO || curr == p ||
+	    !(curr->scx.flags & SCX_TASK_QUEUED))
 		return false;
 	return time_before(vtime, curr->scx.dsq_vtime +
 					  scale_by_task_weight_inverse(curr, ran));
@@ -1660,7 +1739,8 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (st) {
 		st->woke_node = node;
 		st->woke_node_set = true;
-		st->runnable_at = sched_now();
+		if (!kernel_stamps_waits())
+			st->runnable_at = sched_now();
 	}
 	if (node != ESN_NO_NODE) {
 		const struct cpumask *cpus = task_node_cpus(p, st, node);
@@ -1707,8 +1787,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 
 	/* A wake-up without select_cpu (one allowed CPU), or a task joining
 	 * sched_ext: its wait starts here (see runnable_at). */
-	if (st && !st->runnable_at)
-		st->runnable_at = sched_now();
+	note_runnable(st);
 
 	/*
 	 * One CPU is all it may use. Its placement is still brought up to
@@ -1835,9 +1914,9 @@ static bool move_starving(u64 dsq_id, s32 cpu, u64 now)
 
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {
 		struct esn_sched_task *st = sched_task(p);
+		u64 since = runnable_since(p, st);
 
-		if (!st || !st->runnable_at ||
-		    now - st->runnable_at < STARVE_AFTER_NS ||
+		if (!st || !since || (s64)(now - since) < (s64)STARVE_AFTER_NS ||
 		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
 		st->rescued = true;
@@ -1941,7 +2020,8 @@ void BPF_STRUCT_OPS(esn_dispatch, s32 cpu, struct task_struct *prev)
  * waiting too long is exactly the overloaded node's wait the controller
  * must see).
  */
-static __always_inline void account_wait(struct esn_sched_task *st,
+static __always_inline void account_wait(struct task_struct *p,
+					 struct esn_sched_task *st,
 					 u32 run_node, u64 now)
 {
 	u32 node = st->wait_node < nr_nodes ? st->wait_node : run_node;
@@ -1953,10 +2033,8 @@ static __always_inline void account_wait(struct esn_sched_task *st,
 	/* Cleared at every run's start, accounted or not: a stale flag must
 	 * not mark the next wait. */
 	st->woke_idle = false;
-	if (!st->runnable_at)
+	if (!waited_for_cpu(p, st, now, &wait))
 		return;
-	wait = now > st->runnable_at ? now - st->runnable_at : 0;
-	st->runnable_at = 0;
 	ns = bpf_map_lookup_elem(&node_sched, &node);
 	if (!ns)
 		return;
@@ -2007,7 +2085,7 @@ void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 	/* Direct-dispatched before any enqueue: it has run, no longer new. */
 	st->joined = false;
 	node = node_of_cpu(cpu);
-	account_wait(st, node, now);
+	account_wait(p, st, node, now);
 	st->running_at = now;
 	if (st->rescued)
 		rejoin_clock(p, st, node);
@@ -2035,10 +2113,12 @@ void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
 	if (charge)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + charge);
 	st->running_at = 0;
-	if (runnable)
-		st->runnable_at = now;
-	else if (p->flags & PF_EXITING)
+	if (runnable) {
+		if (!kernel_stamps_waits())
+			st->runnable_at = now;
+	} else if (p->flags & PF_EXITING) {
 		release_task_placement(p);
+	}
 }
 
 /*
@@ -2060,7 +2140,7 @@ void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 	}
 	if (rt_took_at && (args->reason == SCX_CPU_PREEMPT_RT ||
 			   args->reason == SCX_CPU_PREEMPT_DL))
-		*rt_took_at = sched_now() ?: 1;
+		*rt_took_at = bpf_jiffies64() ?: 1;
 	scx_bpf_reenqueue_local();
 	stat_inc(ESN_STAT_CPU_RELEASED);
 }
@@ -2077,6 +2157,9 @@ void BPF_STRUCT_OPS(esn_enable, struct task_struct *p)
 	if (st) {
 		st->vtime_node = node;
 		st->joined = true;
+		/* Its waits before it joined are none of ours. */
+		if (kernel_stamps_waits())
+			st->wait_seen = p->sched_info.run_delay;
 	}
 }
 
@@ -2207,12 +2290,12 @@ static void dump_queue(const char *name, u32 node, enum queue_kind kind,
 		     queue_counts_off ? ", counts off" : "");
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {
 		struct esn_sched_task *st = sched_task(p);
-		u64 waited = 0;
+		u64 since = runnable_since(p, st), waited = 0;
 
 		if (shown++ >= DUMP_TASKS_PER_QUEUE)
 			break;
-		if (st && st->runnable_at && now > st->runnable_at)
-			waited = now - st->runnable_at;
+		if (since && now > since)
+			waited = now - since;
 		scx_bpf_dump("    %s[%d] weight %u cpus %d vtime-clock %lldus waited %llums\n",
 			     p->comm, p->pid, p->scx.weight, p->nr_cpus_allowed,
 			     (s64)(p->scx.dsq_vtime - clock) / 1000,
