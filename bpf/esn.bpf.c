@@ -1244,6 +1244,12 @@ static u64 queue_on_node(struct task_struct *p, struct esn_sched_task *st,
 	return vtime;
 }
 
+/* Is @p an RT, deadline or stop-class task (above sched_ext)? */
+static __always_inline bool of_higher_class(const struct task_struct *p)
+{
+	return p->prio < MAX_RT_PRIO;
+}
+
 /*
  * Does an RT or deadline task (or the stop class) hold @cpu now? Its
  * cpu_state.spared alone can be stale for such a CPU: cpu_release runs only
@@ -1257,7 +1263,7 @@ static bool cpu_held_by_higher_class(s32 cpu)
 {
 	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
 
-	return curr && curr->prio < MAX_RT_PRIO;
+	return curr && of_higher_class(curr);
 }
 
 /* Does a higher class hold @cpu most of the time (see cpu_rt_load)? */
@@ -1670,7 +1676,7 @@ static bool fair_wakeup_may_preempt(struct task_struct *p, s32 cpu, u64 vtime,
 	/* One look at the CPU's task serves both questions:
 	 * cpu_preemptible_for_io()'s (no higher class) and ours (one of ours). */
 	curr = __COMPAT_scx_bpf_cpu_curr(cpu);
-	if (!curr || curr->prio < MAX_RT_PRIO || curr == p ||
+	if (!curr || of_higher_class(curr) || curr == p ||
 	    !(curr->scx.flags & SCX_TASK_QUEUED))
 		return false;
 	return time_before(vtime, curr->scx.dsq_vtime +
