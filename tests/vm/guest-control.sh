@@ -483,7 +483,10 @@ check "O state file owned elsewhere: exit 1, says so, nothing loaded" "$ok" \
 # must end where it started, at 2: the placed jobs preempt the spinners on
 # either node, so P_cont(2) and P_numa + spill tie (1.05-1.15 against
 # 1.07-1.10 on 2026-11-29). Before the spill term it went to 1 and stayed (P_numa
-# 1.01 alone); before the evidence rule's tie margin it moved 2 -> 1 -> 2 -> 1.
+# 1.01 alone); before the evidence rule's tie margin it moved 2 -> 1 -> 2 -> 1;
+# before the spill's warm-up (a plain mean, no shed until 1/alpha intervals of
+# it) it once went 2 -> 1 at second 12 on a spill still climbing from its
+# first, partial interval (0.02; 0.07-0.12 after).
 hogs() { SPIN_CPUS="0 1 2 3" fio_beside_spinners "$@"; }
 FIO_WRAP=hogs phase H "$runtime_l" --stats 1 --control-interval 1 --no-state
 h_spill=$(sed -n 's/^control n1: .* + spill \([0-9.]*\),.*/\1/p' "$P_OUT" | tail -n1)

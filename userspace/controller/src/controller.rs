@@ -165,6 +165,12 @@ impl NodeController {
             if target < self.threshold && s.spill_room == Some(0) {
                 target = self.threshold;
             }
+            // Nor is a task shed on a spill cost still being learned: its first
+            // intervals read low (see SpillContention), and a shed on them is
+            // one the settled figure may not justify.
+            if target < self.threshold && self.spill.warming(&self.cfg) {
+                target = self.threshold;
+            }
             let next = self.governor.follow(self.threshold, target, self.limits());
             self.exploring = false;
             if next != self.threshold {

@@ -30,7 +30,9 @@
 //!
 //! * **Spill contention**: a spilled task also waits for a CPU on the node it goes to.
 //!   The same wait beyond an uncontended wake-up, of the tasks placed on the node
-//!   this one spills to first, over the local device latency, averaged like P_numa;
+//!   this one spills to first, over the local device latency, averaged like P_numa
+//!   (but plainly over its first `1 / alpha` intervals, and no task is shed on it
+//!   before those are in: `penalty.rs`);
 //!   0 (the next node has a free CPU) until something was placed there. Beside a CPU
 //!   hog on every node, spilling only moves a task's wait and adds the interconnect.
 //!

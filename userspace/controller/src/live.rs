@@ -642,10 +642,13 @@ mod tests {
         // wait 1.5 times it there: a spill would cost 2.5, so nothing is shed.
         // With node 0's waits idle-free, the same interval sheds one, unless
         // node 0's 2 slots are both held: the task shed would find none.
+        // Alpha 1 takes each interval's spill as it is, so one interval is
+        // its whole warm-up (SpillContention).
         let p = plan();
         let cfg = ControllerConfig {
             confirm_intervals: 1,
             min_samples: 1,
+            numa_alpha: 1.0,
             ..ControllerConfig::default()
         };
         let disk = 259 << 20;

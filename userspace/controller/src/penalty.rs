@@ -58,6 +58,20 @@ impl BoundedAverage {
         true
     }
 
+    /// As [`BoundedAverage::observe`], but the first `1 / alpha` values are
+    /// averaged plainly (weight `1 / samples`) before the EWMA takes over: the
+    /// unbiased mean of what was seen, where an EWMA seeded by its first value
+    /// would stay near that one value for `1 / alpha` intervals.
+    fn observe_warming(&mut self, value: Option<f64>, alpha: f64) -> bool {
+        let weight = alpha.max(1.0 / self.samples.saturating_add(1) as f64);
+        self.observe(value, weight)
+    }
+
+    /// Whether it has some values, but fewer than `1 / alpha`.
+    fn warming(&self, alpha: f64) -> bool {
+        self.samples > 0 && (self.samples as f64) * alpha < 1.0
+    }
+
     fn to_state(&self) -> NumaState {
         NumaState {
             ewma: self.ewma,
@@ -140,6 +154,16 @@ impl NumaPenalty {
 /// What a task spilled to the next node waits there for a CPU, beyond an
 /// uncontended wake-up, per local request latency: averaged like P_numa (same
 /// alpha), clamped to [0, [`CONTENTION_MAX`]], 0 until measured.
+///
+/// Unlike P_numa's, its first `1 / alpha` values are a plain mean, and the
+/// controller sheds no task while they come in ([`SpillContention::warming`]).
+/// The first interval with a spilled task usually saw it for part of the
+/// interval only and reads low (0.02, then 0.07-0.12, with a CPU hog on every
+/// node of the 2-node VM), and an EWMA seeded by it climbed to the level of the
+/// later ones only after some ten intervals: long enough for P_cont, a median
+/// of three raw intervals, to clear P_numa + the spill by the tie margin and shed
+/// a task the settled figures would have kept home (tests/vm control H,
+/// 2026-12-02: threshold 2 -> 1 at second 12, spill 0.09 at the end).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SpillContention(BoundedAverage);
 
@@ -152,7 +176,14 @@ impl Default for SpillContention {
 impl SpillContention {
     /// Adds an interval's value, if it has one.
     pub(crate) fn observe(&mut self, value: Option<f64>, cfg: &ControllerConfig) {
-        self.0.observe(value, cfg.numa_alpha);
+        self.0.observe_warming(value, cfg.numa_alpha);
+    }
+
+    /// Measured in some intervals but fewer than `1 / alpha`: too few to weigh
+    /// against P_cont yet. Never measured is not warming: then nothing was
+    /// spilled, and there is nothing to wait for.
+    pub(crate) fn warming(&self, cfg: &ControllerConfig) -> bool {
+        cfg.numa_penalty_override.is_none() && self.0.warming(cfg.numa_alpha)
     }
 
     /// The average, 0 before any measurement. A configured P_numa override

@@ -127,3 +127,70 @@ fn without_the_override_the_same_node_spills_early() {
     let decisions = run(&mut ctrl, &mut sim, 300);
     assert_eq!(learned(decisions.last().unwrap()), 1);
 }
+
+/// An interval at `placed` tasks whose contention reads `p_cont`, with P_numa
+/// 1.0 measured and, when `spill` is given, a spilled task's wait of `spill`
+/// local latencies on the next node.
+fn contended(placed: u32, p_cont: f64, spill: Option<f64>) -> NodeSample {
+    NodeSample {
+        placed,
+        local_lat: LatencyStat::new(COUNT, LOCAL_NS),
+        remote_lat: LatencyStat::new(COUNT, LOCAL_NS),
+        run_delay: LatencyStat::new(COUNT, (p_cont - 1.0) * LOCAL_NS),
+        spill_delay: spill.map_or_else(LatencyStat::default, |w| {
+            LatencyStat::new(COUNT, w * LOCAL_NS)
+        }),
+        elapsed_s: 1.0,
+        spill_room: Some(1),
+    }
+}
+
+#[test]
+fn the_spills_first_intervals_are_a_plain_mean_then_an_ewma() {
+    let cfg = ControllerConfig::default();
+    let mut ctrl = NodeController::new(0, 2, 4, &cfg);
+    let warm_up = (1.0 / cfg.numa_alpha).round() as usize;
+    let mut seen = Vec::new();
+    for i in 0..warm_up {
+        // 0.02 first (a spilled task seen for part of the interval), then 0.10.
+        let w = if i == 0 { 0.02 } else { 0.10 };
+        seen.push(w);
+        let d = ctrl.step(&contended(2, 1.0, Some(w)));
+        let mean = seen.iter().sum::<f64>() / seen.len() as f64;
+        assert!(
+            (d.spill_contention - mean).abs() < 1e-12,
+            "{i}: {}",
+            d.spill_contention
+        );
+    }
+    let before = ctrl.step(&contended(2, 1.0, None)).spill_contention;
+    let d = ctrl.step(&contended(2, 1.0, Some(1.0)));
+    assert!(
+        (d.spill_contention - (before + cfg.numa_alpha * (1.0 - before))).abs() < 1e-12,
+        "{}",
+        d.spill_contention
+    );
+}
+
+#[test]
+fn no_task_is_shed_while_the_spills_cost_is_still_coming_in() {
+    let cfg = ControllerConfig::default();
+    let warm_up = (1.0 / cfg.numa_alpha).round() as usize;
+    // P_cont(2) 1.20 against P_numa 1.0 + spill 0.02: past the tie margin, so
+    // the shed is due; the interval (1-based) that makes it.
+    let first_shed = |spill: Option<f64>| {
+        let mut ctrl = NodeController::new(0, 2, 4, &cfg);
+        (1..=warm_up + cfg.confirm_intervals as usize + 2)
+            .find(|_| learned(&ctrl.step(&contended(2, 1.2, spill))) == 1)
+    };
+    // Nothing spilled, so nothing to wait for: shed once the governor confirms.
+    let unspilled = first_shed(None).expect("sheds without a spill");
+    assert_eq!(unspilled, cfg.confirm_intervals as usize);
+    // A spill being measured holds it through the warm-up, then it goes ahead.
+    let spilled = first_shed(Some(0.02)).expect("sheds once the spill is known");
+    assert!(spilled >= warm_up, "shed at {spilled}, warm-up {warm_up}");
+    assert!(
+        spilled < warm_up + cfg.confirm_intervals as usize + 1,
+        "{spilled}"
+    );
+}
