@@ -165,13 +165,15 @@ impl NodeController {
             if target < self.threshold && s.spill_room == Some(0) {
                 target = self.threshold;
             }
+            let mut next = self.governor.follow(self.threshold, target, self.limits());
             // Nor is a task shed on a spill cost still being learned: its first
             // intervals read low (see SpillContention), and a shed on them is
-            // one the settled figure may not justify.
-            if target < self.threshold && self.spill.warming(&self.cfg) {
-                target = self.threshold;
+            // one the settled figure may not justify. The governor keeps
+            // counting meanwhile, so a shed still due once the spill is known
+            // is not confirmed all over again.
+            if next < self.threshold && self.spill.warming(&self.cfg) {
+                next = self.threshold;
             }
-            let next = self.governor.follow(self.threshold, target, self.limits());
             self.exploring = false;
             if next != self.threshold {
                 self.threshold = next;
