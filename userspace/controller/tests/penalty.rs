@@ -145,11 +145,16 @@ fn contended(placed: u32, p_cont: f64, spill: Option<f64>) -> NodeSample {
     }
 }
 
+/// Intervals of the spill's warm-up (a plain mean, no shed): 1 / alpha.
+fn warm_up(cfg: &ControllerConfig) -> usize {
+    (1.0 / cfg.numa_alpha).round() as usize
+}
+
 #[test]
 fn the_spills_first_intervals_are_a_plain_mean_then_an_ewma() {
     let cfg = ControllerConfig::default();
     let mut ctrl = NodeController::new(0, 2, 4, &cfg);
-    let warm_up = (1.0 / cfg.numa_alpha).round() as usize;
+    let warm_up = warm_up(&cfg);
     let mut seen = Vec::new();
     for i in 0..warm_up {
         // 0.02 first (a spilled task seen for part of the interval), then 0.10.
@@ -175,7 +180,7 @@ fn the_spills_first_intervals_are_a_plain_mean_then_an_ewma() {
 #[test]
 fn no_task_is_shed_while_the_spills_cost_is_still_coming_in() {
     let cfg = ControllerConfig::default();
-    let warm_up = (1.0 / cfg.numa_alpha).round() as usize;
+    let warm_up = warm_up(&cfg);
     // P_cont(2) 1.20 against P_numa 1.0 + spill 0.02: past the tie margin, so
     // the shed is due; the interval (1-based) that makes it.
     let first_shed = |spill: Option<f64>| {
