@@ -26,6 +26,16 @@
 //! An n's observation is the median of its last [`RECENT`] points, so one outlier
 //! interval never decides anything on its own.
 //!
+//! Those points must describe the load as it is, though. A node that leaves n for
+//! longer than an exploration's interval (a move, or points at other n for
+//! [`STALE_AFTER`] intervals) comes back to a different run: the start-up
+//! intervals that made it shed (fio's first seconds, a spill cost not yet
+//! measured) would otherwise outvote the fresh point for two more visits, each
+//! `explore_every` intervals apart, and keep it from ever returning (VM control
+//! H: P_cont(2) 1.18, 1.17 at start-up, 1.09 when explored 20 s later, against a
+//! rise line of 1.09). So a point at n after such an absence starts n's record
+//! afresh; an exploration (one interval away) keeps the current n's record.
+//!
 //! The same observations serve the fit twice: their median at an n is what a new
 //! point there is checked against before it may move the curve (see `fit.rs`), and
 //! the set of n with observations is what "the fit has points at three distinct n"
@@ -39,14 +49,22 @@ pub(crate) const RECENT: usize = 3;
 /// How far, relative to P_numa, a median must clear it before the rule moves.
 pub(crate) const TIE: f64 = 0.05;
 
+/// Points at other n after which an n's earlier points no longer count: more than
+/// an exploration's one interval away, fewer than the `explore_every` intervals
+/// before the next exploration could bring a point there.
+pub(crate) const STALE_AFTER: u64 = 2 * RECENT as u64;
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Evidence {
     /// Sorted by n, one entry per distinct n.
     points: Vec<ObservedPoint>,
+    /// Points recorded so far, at any n: the age of an n's points.
+    clock: u64,
 }
 
 impl Evidence {
     pub(crate) fn record(&mut self, n: u32, p_cont: f64) {
+        self.clock += 1;
         let at = match self.points.binary_search_by_key(&n, |p| p.n) {
             Ok(i) => i,
             Err(i) => {
@@ -55,20 +73,30 @@ impl Evidence {
                     ObservedPoint {
                         n,
                         recent: Vec::with_capacity(RECENT),
+                        stale: 0,
+                        last: self.clock,
                     },
                 );
                 i
             }
         };
-        let recent = &mut self.points[at].recent;
-        if recent.len() == RECENT {
-            recent.remove(0);
+        let point = &mut self.points[at];
+        // The clock moved once for this point, and once per point elsewhere.
+        let elsewhere = self.clock.saturating_sub(point.last).saturating_sub(1);
+        if elsewhere > STALE_AFTER {
+            point.stale = point.recent.len();
         }
-        recent.push(p_cont);
+        if point.recent.len() == RECENT {
+            point.recent.remove(0);
+            point.stale = point.stale.saturating_sub(1);
+        }
+        point.recent.push(p_cont);
+        point.last = self.clock;
     }
 
     pub(crate) fn clear(&mut self) {
         self.points.clear();
+        self.clock = 0;
     }
 
     pub(crate) fn distinct_n(&self) -> usize {
@@ -80,7 +108,7 @@ impl Evidence {
     pub(crate) fn largest(&self) -> Option<f64> {
         self.points
             .iter()
-            .filter_map(|p| self.at(p.n))
+            .filter_map(|p| median(&p.recent))
             .max_by(f64::total_cmp)
     }
 
@@ -89,27 +117,28 @@ impl Evidence {
         Some((self.points.first()?.n, self.points.last()?.n))
     }
 
-    /// Median of the recent points at n.
+    /// Median of the recent points at n since the node last came back to it: what
+    /// the rule steers on.
     pub(crate) fn at(&self, n: u32) -> Option<f64> {
-        let i = self.points.binary_search_by_key(&n, |p| p.n).ok()?;
-        let mut v = self.points[i].recent.clone();
-        v.sort_by(f64::total_cmp);
-        let mid = v.len() / 2;
-        match v.len() {
-            0 => None,
-            len if len % 2 == 1 => Some(v[mid]),
-            _ => Some(0.5 * (v[mid - 1] + v[mid])),
-        }
+        let p = self.point(n)?;
+        median(&p.recent[p.stale.min(p.recent.len())..])
     }
 
-    /// The median at n once there are [`RECENT`] points there (the newest
-    /// included): what that point is compared with to tell an outlier. With fewer,
-    /// one outlier could still sway the median.
+    /// The median of all [`RECENT`] points at n once there are that many (the
+    /// newest included): what that point is compared with to tell an outlier.
+    /// With fewer, one outlier could still sway the median. Points from before an
+    /// absence count here: they say what is typical at n, and the fit forgets
+    /// them at its own pace.
     pub(crate) fn reference(&self, n: u32) -> Option<f64> {
-        let i = self.points.binary_search_by_key(&n, |p| p.n).ok()?;
-        (self.points[i].recent.len() >= RECENT)
-            .then(|| self.at(n))
+        let p = self.point(n)?;
+        (p.recent.len() >= RECENT)
+            .then(|| median(&p.recent))
             .flatten()
+    }
+
+    fn point(&self, n: u32) -> Option<&ObservedPoint> {
+        let i = self.points.binary_search_by_key(&n, |p| p.n).ok()?;
+        Some(&self.points[i])
     }
 
     /// The rule of the module doc, kept within [min, max].
@@ -132,19 +161,63 @@ impl Evidence {
     }
 
     /// Keeps only well-formed entries of stored state: finite values, at most
-    /// [`RECENT`] of them (the newest), n within [1, max], first entry per n.
+    /// [`RECENT`] of them (the newest), n within [1, max], first entry per n. The
+    /// clock resumes from the newest stamp; stamps from the future (a state file
+    /// edited by hand) are taken as now. State from before the stamps were kept
+    /// has them all 0: every n counts as recorded at once, none is stale.
     pub(crate) fn from_state(points: &[ObservedPoint], max: u32) -> Evidence {
-        let mut e = Evidence::default();
+        let clock = points
+            .iter()
+            .filter(|p| p.n >= 1 && p.n <= max)
+            .map(|p| p.last)
+            .max()
+            .unwrap_or(0);
+        let mut e = Evidence {
+            points: Vec::new(),
+            clock,
+        };
         for p in points {
             if p.n == 0 || p.n > max || e.at(p.n).is_some() {
                 continue;
             }
             let skip = p.recent.len().saturating_sub(RECENT);
-            for &v in p.recent.iter().skip(skip).filter(|v| v.is_finite()) {
-                e.record(p.n, v);
+            let recent: Vec<f64> = p
+                .recent
+                .iter()
+                .skip(skip)
+                .copied()
+                .filter(|v| v.is_finite())
+                .collect();
+            if recent.is_empty() {
+                continue;
             }
+            // Counted from the newest end, where the fresh points are; at
+            // least the newest is fresh.
+            let fresh = p.recent.len().saturating_sub(p.stale).max(1);
+            let stale = recent.len().saturating_sub(fresh);
+            let at = e.points.partition_point(|q| q.n < p.n);
+            e.points.insert(
+                at,
+                ObservedPoint {
+                    n: p.n,
+                    recent,
+                    stale,
+                    last: p.last,
+                },
+            );
         }
         e
+    }
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    match v.len() {
+        0 => None,
+        len if len % 2 == 1 => Some(v[mid]),
+        _ => Some(0.5 * (v[mid - 1] + v[mid])),
     }
 }
 
@@ -204,23 +277,73 @@ mod tests {
     }
 
     #[test]
+    fn points_from_before_an_absence_no_longer_count() {
+        let mut e = Evidence::default();
+        for p in [1.18, 1.17, 1.16] {
+            e.record(2, p);
+        }
+        // A stay at 1 longer than STALE_AFTER: the next point at 2 starts afresh.
+        for _ in 0..=STALE_AFTER {
+            e.record(1, 1.0);
+        }
+        e.record(2, 1.05);
+        assert_eq!(e.at(2), Some(1.05));
+        // What is typical at 2 still counts them.
+        assert_eq!(e.reference(2), Some(1.16));
+        assert_eq!(e.largest(), Some(1.16));
+        // Up to STALE_AFTER points elsewhere, the record goes on.
+        for _ in 0..STALE_AFTER {
+            e.record(1, 1.0);
+        }
+        e.record(2, 1.07);
+        assert_eq!(e.at(2), Some(1.06));
+        // An exploration's one interval at 3 leaves 2's record as it was.
+        e.record(3, 1.5);
+        e.record(2, 1.09);
+        assert_eq!(e.at(2), Some(1.07));
+    }
+
+    #[test]
+    fn the_clock_survives_a_restart() {
+        let mut e = Evidence::default();
+        for p in [1.18, 1.17, 1.16] {
+            e.record(2, p);
+        }
+        for _ in 0..=STALE_AFTER {
+            e.record(1, 1.0);
+        }
+        let mut restored = Evidence::from_state(&e.to_state(), 16);
+        assert_eq!(restored, e);
+        restored.record(2, 1.05);
+        assert_eq!(restored.at(2), Some(1.05));
+    }
+
+    #[test]
     fn stored_points_are_cleaned_on_the_way_in() {
         let points = vec![
             ObservedPoint {
                 n: 0,
                 recent: vec![1.0],
+                stale: 0,
+                last: 0,
             },
             ObservedPoint {
                 n: 2,
                 recent: vec![9.0, 1.0, f64::NAN, 1.1, 1.2],
+                stale: 0,
+                last: 0,
             },
             ObservedPoint {
                 n: 2,
                 recent: vec![5.0],
+                stale: 0,
+                last: 0,
             },
             ObservedPoint {
                 n: 40,
                 recent: vec![1.0],
+                stale: 0,
+                last: 0,
             },
         ];
         let e = Evidence::from_state(&points, 16);

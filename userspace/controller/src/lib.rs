@@ -84,7 +84,9 @@
 //!   coefficients, and must not fall from the lowest to the highest n it has points
 //!   for; otherwise the threshold follows direct evidence, one step at a time, and
 //!   only on a median that clears P_numa by 5 % either way, so a tie holds it
-//!   where it is (`evidence.rs`).
+//!   where it is (`evidence.rs`). That median counts only the points since the
+//!   node last came back to n: a start-up interval that made it shed must not
+//!   outvote what an exploration measures there 20 intervals later.
 //! * **Target.** n* is found by walking from the current threshold, one n at a time,
 //!   and each step needs the fitted value to clear P_numa by one standard error of
 //!   that value (`target.rs`): a balance point hidden in the noise is not chased,

@@ -115,6 +115,14 @@ pub type SpillState = NumaState;
 pub struct ObservedPoint {
     pub n: u32,
     pub recent: Vec<f64>,
+    /// How many of `recent` (the oldest) are from before the node last came
+    /// back to n: typical of n, but not what the evidence rule steers on.
+    #[serde(default)]
+    pub stale: usize,
+    /// The evidence's clock (points recorded, at any n) when the newest of
+    /// `recent` came in; 0 in state written before it was kept.
+    #[serde(default)]
+    pub last: u64,
 }
 
 /// Hysteresis in progress: the side of the threshold the target is on (-1, 0, 1) and

@@ -196,3 +196,38 @@ fn no_task_is_shed_while_the_spills_cost_is_still_coming_in() {
     let spilled = first_shed(Some(0.02)).expect("sheds once the spill is known");
     assert_eq!(spilled, warm_up.max(unspilled), "warm-up {warm_up}");
 }
+
+#[test]
+fn a_node_that_shed_on_start_up_figures_returns_when_an_exploration_reads_cheap() {
+    // VM control H, the run CI failed on: P_cont(2) 1.13-1.18 in fio's first
+    // seconds against a spill still reading low sheds a task; later the spill
+    // reads 0.13 and an exploration at 2 reads below the rise line
+    // (1.0 + 0.13) x 0.95, yet the start-up points at 2 outvoted it.
+    let cfg = ControllerConfig::default();
+    let mut ctrl = NodeController::new(0, 2, 2, &cfg);
+    let mut second = 0;
+    while learned(&ctrl.step(&contended(2, 1.18, Some(0.04)))) == 2 {
+        second += 1;
+        assert!(second < 20, "never shed on the start-up figures");
+    }
+    let mut explored = None;
+    for second in 0..3 * cfg.explore_every as usize {
+        let d = ctrl.step(&contended(1, 1.0, Some(0.13)));
+        assert_eq!(learned(&d), 1, "second {second} at 1");
+        if d.exploring {
+            explored = Some(second);
+            break;
+        }
+    }
+    assert!(explored.is_some(), "never explored 2 again");
+    let mut returned = false;
+    let mut sample = contended(2, 1.04, Some(0.13));
+    for _ in 0..=cfg.confirm_intervals {
+        if learned(&ctrl.step(&sample)) == 2 {
+            returned = true;
+            break;
+        }
+        sample = contended(1, 1.0, Some(0.13));
+    }
+    assert!(returned, "kept at 1 by points from before the shed");
+}
