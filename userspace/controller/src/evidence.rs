@@ -26,9 +26,9 @@
 //! An n's observation is the median of its last [`RECENT`] points, so one outlier
 //! interval never decides anything on its own.
 //!
-//! Those points must describe the load as it is, though. A node that leaves n for
-//! longer than an exploration's interval (a move, or points at other n for
-//! [`STALE_AFTER`] intervals) comes back to a different run: the start-up
+//! Those points must describe the load as it is, though. A node that moved away
+//! from n and stayed away for more than [`STALE_AFTER`] intervals (an
+//! exploration is one interval away) comes back to a different run: the start-up
 //! intervals that made it shed (fio's first seconds, a spill cost not yet
 //! measured) would otherwise outvote the fresh point for two more visits, each
 //! `explore_every` intervals apart, and keep it from ever returning (VM control
@@ -162,9 +162,9 @@ impl Evidence {
 
     /// Keeps only well-formed entries of stored state: finite values, at most
     /// [`RECENT`] of them (the newest), n within [1, max], first entry per n. The
-    /// clock resumes from the newest stamp; stamps from the future (a state file
-    /// edited by hand) are taken as now. State from before the stamps were kept
-    /// has them all 0: every n counts as recorded at once, none is stale.
+    /// clock resumes from the newest stamp, so no stamp is ahead of it. State
+    /// from before the stamps were kept has them all 0: every n counts as
+    /// recorded at once, none is stale.
     pub(crate) fn from_state(points: &[ObservedPoint], max: u32) -> Evidence {
         let clock = points
             .iter()
