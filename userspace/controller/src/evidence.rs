@@ -33,8 +33,9 @@
 //! measured) would otherwise outvote the fresh point for two more visits, each
 //! `explore_every` intervals apart, and keep it from ever returning (VM control
 //! H: P_cont(2) 1.18, 1.17 at start-up, 1.09 when explored 20 s later, against a
-//! rise line of 1.09). So a point at n after such an absence starts n's record
-//! afresh; an exploration (one interval away) keeps the current n's record.
+//! rise line of 1.09). So a point at n after such an absence marks n's older
+//! points stale: the rule steers on the fresh ones only, while the outlier check
+//! and [`Evidence::largest`] still read them all (see [`Evidence::reference`]).
 //!
 //! The same observations serve the fit twice: their median at an n is what a new
 //! point there is checked against before it may move the curve (see `fit.rs`), and
