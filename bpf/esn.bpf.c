@@ -1065,9 +1065,9 @@ static __always_inline u64 ioprio_scale(struct task_struct *p,
 
 /*
  * Would task_vtime_on() leave @vtime as it is, for a task whose lag may be
- * @lag_slices slices? The answer without its divisions, for the calls at
- * every wake-up and context switch: the vtime was bounded against this
- * clock when @p last queued or ran, and the clock has only moved up since,
+ * @lag_slices slices? The answer without its divisions, for the call at
+ * every queueing: the vtime was bounded against this clock when @p last
+ * queued, and only charged since while the clock moved up,
  * so nearly always it still lies within both bounds. d > floor(M / w)
  * exactly when d * w > M, which turns each bound's division into a
  * multiplication (with d capped first, so the product cannot overflow).
@@ -1185,8 +1185,12 @@ static __always_inline void count_run_by_ioprio(struct esn_sched_task *st,
 }
 
 /*
- * @p starts running on @node: its vtime moves onto @node's clock (a stolen
- * task was queued against another one), and the clock moves up to it.
+ * @p starts running on @node, and the clock moves up to its vtime. A task
+ * that waited on @node's clock was bounded against it when it queued or was
+ * put on its CPU (wait_on_node), and the clock has only moved up since: it
+ * is not checked again here, where vtime_in_bounds() cost a jiffies read and
+ * its multiplications at every run's start. Only a task moved from another
+ * node's clock (a steal) has its vtime translated and bounded.
  */
 static __always_inline void advance_clock(struct task_struct *p,
 					  struct esn_sched_task *st, u32 node)
@@ -1195,7 +1199,7 @@ static __always_inline void advance_clock(struct task_struct *p,
 
 	if (!clock)
 		return;
-	if (!vtime_in_bounds(p, st, node, vtime, *clock, MAX_LAG_SLICES))
+	if (st->vtime_node != node)
 		vtime = task_vtime_bound(p, st, node, MAX_LAG_SLICES, true);
 	if (time_before(*clock, vtime))
 		*clock = vtime;
