@@ -29,6 +29,15 @@ import json;j=json.load(open('$ESN_WORK/$name.fio.json'))['jobs'][0]['read'];p=j
 print('$name', 'iops', round(j['iops']), 'p50', p['50.000000']/1e3, 'p99', p['99.000000']/1e3)" | tee -a "$out/summary"
 	sleep 2
 }
+if [[ ${DIAG_ROUNDS:-0} == 1 ]]; then
+	for r in 1 2; do
+		run_one eevdf$r
+		run_one esn$r "$ESN_REPO/target-base/scx_esn-push" --no-fair-push
+		run_one fair$r "$ESN_REPO/target-base/scx_esn-push" --io-min-score 1000000000
+	done
+	echo PASS > "$out/result"
+	exit 0
+fi
 run_one eevdf-plain
 run_one esn-plain "$ESN_REPO/target-base/scx_esn-push" --no-fair-push
 bpftrace -B line "$ESN_REPO/tests/bench/bio-dev-node.bt" > "$ESN_WORK/bt.out" 2>&1 &
