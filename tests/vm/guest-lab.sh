@@ -17,8 +17,8 @@
 #      more than 10 % over (the guest's timer tick and a host that preempts the
 #      vCPU make some spins long: 4.9 % on a quiet host, and enough to lift the
 #      mean by 15 % on a loaded CI machine; a wrong spin makes them all long),
-#      and fio sees remote - local >= 270 us (a second measurement allowed,
-#      both reported);
+#      and fio sees remote - local >= 270 us, by the median over rounds of
+#      the two sides' p50 (a second measurement allowed, both reported);
 #   N. scx_esn (learning, no state) running, then --factor 2.0 calibrated
 #      under it; one fio job flipped between the nodes every 0.5 s: the
 #      controller's measured P_numa for node 1 (mean device latency, remote
@@ -95,21 +95,26 @@ fi
 # read 241.6 us against a 326.3 us spin, rounds 1.50 1.56 1.41 1.70), so as in
 # O and F one more measurement is allowed, both reported.
 # A spin ends at the first clock read past its deadline: never short, and
-# long only by a preempted vCPU. fio must see at least the spin.
+# long only by a preempted vCPU. fio must see at least the spin, judged by
+# the median over the rounds of remote - local p50 (fio_clat_pair's
+# PAIR_P50_EXTRA_US): a difference of means also carries the host's stalls,
+# which hold a few requests up for milliseconds and moved it by 30-40 us
+# (CI of 2026-12-05: 263.8 us against a 304.5 us spin, on the code that had
+# passed an hour before). The difference of means is still reported.
 ok=0 u_tries=() started=0
 for _ in 1 2; do
 	lab_start --us 300 --tracepoint || break
 	started=1
 	fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" 4 "$secs"
 	lab_stop
-	extra=$(awk -v r="$PAIR_REMOTE_US" -v l="$PAIR_LOCAL_US" 'BEGIN { printf "%.1f", r - l }')
-	u_tries+=("$extra")
+	mean_extra=$(awk -v r="$PAIR_REMOTE_US" -v l="$PAIR_LOCAL_US" 'BEGIN { printf "%.1f", r - l }')
+	u_tries+=("$PAIR_P50_EXTRA_US")
 	[[ $LAB_LINE == *block_rq_issue* ]] && pct_ge "$LAB_MEAN_US" 300 && within "$LAB_LATE_PCT" 0 25 &&
-		pct_ge "$extra" 270 && ((LAB_RC == 0)) && { ok=1; break; }
+		pct_ge "$PAIR_P50_EXTRA_US" 270 && ((LAB_RC == 0)) && { ok=1; break; }
 done
 if ((started)); then
-	check "U --us 300 --tracepoint: spins >= 300 us, <= 25 % late, fio sees >= 270 us more" "$ok" \
-		"mean spin $LAB_MEAN_US us over $LAB_REMOTE requests, $LAB_LATE_PCT % more than 10 % late; fio remote - local $extra us (local $PAIR_LOCAL_US, remote $PAIR_REMOTE_US; rounds $PAIR_ROUNDS; measurements: ${#u_tries[@]}, extras ${u_tries[*]}); $LAB_LINE"
+	check "U --us 300 --tracepoint: spins >= 300 us, <= 25 % late, fio's p50 sees >= 270 us more" "$ok" \
+		"mean spin $LAB_MEAN_US us over $LAB_REMOTE requests, $LAB_LATE_PCT % more than 10 % late; fio remote - local p50 $PAIR_P50_EXTRA_US us (median of rounds $PAIR_P50_EXTRAS), of means $mean_extra us (local $PAIR_LOCAL_US, remote $PAIR_REMOTE_US; ratios $PAIR_ROUNDS); measurements: ${#u_tries[@]}, p50 extras ${u_tries[*]}; $LAB_LINE"
 else
 	check "U lab --us 300 --tracepoint starts" 0 "$LAB_LINE"
 fi

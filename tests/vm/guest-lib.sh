@@ -703,7 +703,10 @@ lab_stop() {
 # each round's two sides run back to back, so a host that slows the guest for
 # a few seconds (a CI neighbour) spoils one round's ratio, not the verdict.
 # A mean over all I/Os let one such stretch decide it (CI, once: 0.886 with
-# the lab off).
+# the lab off). PAIR_P50_EXTRAS: each round's remote - local median
+# completion latency (fio's p50, us), PAIR_P50_EXTRA_US their median: how far
+# a fixed delay shifted the remote side, unmoved by the few requests a host
+# stall holds up for milliseconds (they move a mean by tens of us).
 fio_clat_pair() {
 	local dev=$1 lcpus=$2 rcpus=$3 rounds=$4 secs=$5 r side cpus vars
 	local files=()
@@ -725,6 +728,7 @@ fio_clat_pair() {
 import json, re, statistics, sys
 acc = {"local": [0, 0.0], "remote": [0, 0.0]}
 rounds = {}
+p50s = {}
 for f in sys.argv[1:]:
     side, rnd = re.search(r"\.(local|remote)\.(\d+)\.json$", f).groups()
     j = json.load(open(f))["jobs"][0]["read"]
@@ -732,13 +736,18 @@ for f in sys.argv[1:]:
     acc[side][0] += n
     acc[side][1] += n * j["clat_ns"]["mean"]
     rounds.setdefault(int(rnd), {})[side] = j["clat_ns"]["mean"]
+    p50s.setdefault(int(rnd), {})[side] = j["clat_ns"].get("percentile", {}).get("50.000000")
 l, r = (acc[s][1] / max(1, acc[s][0]) / 1e3 for s in ("local", "remote"))
 ratios = [v["remote"] / v["local"] for _, v in sorted(rounds.items()) if v.get("local") and "remote" in v]
 if not ratios:
     sys.exit("no round has both sides")
+extras = [(v["remote"] - v["local"]) / 1e3 for _, v in sorted(p50s.items())
+          if v.get("local") is not None and v.get("remote") is not None]
 print(f"PAIR_LOCAL_US={l:.1f} PAIR_REMOTE_US={r:.1f} PAIR_RATIO={statistics.median(ratios):.3f} "
       f"PAIR_LOCAL_IOS={acc['local'][0]} PAIR_REMOTE_IOS={acc['remote'][0]} "
-      f"PAIR_ROUNDS='{' '.join(f'{x:.2f}' for x in ratios)}'")
+      f"PAIR_ROUNDS='{' '.join(f'{x:.2f}' for x in ratios)}' "
+      f"PAIR_P50_EXTRA_US={statistics.median(extras) if extras else 0:.1f} "
+      f"PAIR_P50_EXTRAS='{' '.join(f'{x:.1f}' for x in extras)}'")
 PY
 ) || { PAIR_RATIO=0; say "fio_clat_pair: could not read fio's output"; return 1; }
 	eval "$vars"
