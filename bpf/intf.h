@@ -98,6 +98,8 @@ enum esn_stat {
 				 * RT holds, is lent to, or took lately */
 	ESN_STAT_FAIR_PREEMPT,	/* a fair wake-up preempted a fair task that
 				 * had run fair_preempt_after_ns */
+	ESN_STAT_KEPT_ASLEEP,	/* a fair wake-up went to a node with placed
+				 * tasks, not to its own idle node */
 	ESN_NR_STATS,
 };
 

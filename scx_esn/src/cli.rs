@@ -517,6 +517,14 @@ pub struct SchedOpts {
     #[arg(long)]
     pub no_fair_preempt: bool,
 
+    /// Let a task that is not I/O-bound wake a node that is wholly idle even
+    /// while a node running placed I/O tasks on fewer CPUs than it has
+    /// offers an idle CPU it may use. By default it takes that CPU, and the
+    /// idle node's socket stays in deep idle (energy); this trades that for
+    /// the task's previous node (its cache, its memory).
+    #[arg(long)]
+    pub no_keep_idle_nodes: bool,
+
     /// Bytes of the kernel's debug dump to print when the scheduler fails.
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     pub exit_dump_len: u32,
@@ -842,6 +850,7 @@ mod tests {
         assert_eq!(opts.sched.io_preempt_after_us, 1000);
         assert_eq!(opts.sched.fair_preempt_after_us, 1000);
         assert!(!opts.sched.no_fair_preempt);
+        assert!(!opts.sched.no_keep_idle_nodes);
         assert!(opts.command.is_none());
         let opts = parse_from(["scx_esn", "topology", "--json"]).unwrap();
         assert!(matches!(

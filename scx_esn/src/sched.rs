@@ -209,6 +209,7 @@ impl<'a> Scheduler<'a> {
         rodata.io_preempt_after_ns = opts.io_preempt_after_us * 1000;
         rodata.fair_preempt = !opts.no_fair_preempt;
         rodata.fair_preempt_after_ns = opts.fair_preempt_after_us * 1000;
+        rodata.keep_idle_nodes = !opts.no_keep_idle_nodes;
         rodata.smt_active = esn_topology::smt_active(&opts.sysfs);
         rodata.nr_nodes = plan.nr_nodes;
         rodata.start_at_insert = hooks.starts_at_insert();
@@ -218,6 +219,7 @@ impl<'a> Scheduler<'a> {
         }
         for (node, &has) in plan.node_has_cpus.iter().enumerate() {
             rodata.node_has_cpus[node] = has as u8;
+            rodata.node_cpus_nr[node] = plan.node_cpus[node];
             rodata.spill_order[node] = plan.spill_row(node);
         }
 

@@ -10,6 +10,13 @@
 #   V. the verifier's processed instructions per program (the kernel's
 #      verified_insns), reported, each below half the limit
 #   2. fio 2 jobs unpinned: >= 95 % of the bios from node 1
+#  2e. fio 1 job, and beside it a task that is not I/O-bound and wakes
+#      every 10 ms, started on node 0 and then allowed everywhere: while the
+#      job is placed on node 1, which has a CPU beside it, scx_esn runs the
+#      sleeper there and node 0 is left asleep (keep_idle_nodes): >= 60 % of
+#      the samples of the CPU it last ran on (the kernel's /proc/PID/stat,
+#      every 0.2 s) are node 1's, where the kernel's idle pick keeps it on
+#      its previous CPU on node 0
 #  2b. fio 2 jobs started on CPUs 0-1, then allowed everywhere: share of node 1
 #      >= 90 % of the bios from node 1 (ESN_ASSERT_MIGRATE=0: report only)
 #   3. fio 4 jobs unpinned: 1..3 jobs (expect 2) mostly (> 80 %) from node 1,
@@ -174,6 +181,40 @@ ok=0
 [[ $MB_RC == 0 && $MB_TOTAL -gt 100 ]] && pct_ge "$MB_PCT1" 95 && ok=1
 expect "2 fio 2 jobs: >= 95 % bios from node 1" "$ok" \
 	"$MB_PCT1 % of $MB_TOTAL bios (incl. first ${MB_SKIP}s: $MB_FULL_PCT1 %), IOPS=$(fio_iops), fio exit $MB_RC"
+
+# ---- 2e. one job: the idle node is left asleep --------------------------------------
+# The sleeper is perl: it starts in a fraction of the time python takes
+# over 9p. The sampler starts no process (esn_nap, builtins).
+kept_before=$(stats_sum kept_asleep "$sched_out")
+taskset -c 0 perl -e 'select(undef, undef, undef, 0.01) while 1' &
+sleeper=$!
+esn_nap 1
+taskset -p -c 0-3 "$sleeper" >/dev/null
+(
+	while kill -0 "$sleeper" 2>/dev/null; do
+		read -r -a f <"/proc/$sleeper/stat" && echo "${f[38]}"
+		esn_nap 0.2
+	done
+) >"$ESN_WORK/sleeper-cpus.txt" 2>/dev/null &
+sampler=$!
+# The sampling ends with fio: afterwards nothing is placed, and the sleeper
+# goes where the kernel's idle pick sends it.
+fio_then_stop_sleeper() {
+	"$@"
+	local rc=$?
+	kill "$sleeper" 2>/dev/null
+	return "$rc"
+}
+fio_randread_args "$dev" 1 "$runtime"
+measure_bios_during "$limit" -- fio_then_stop_sleeper "${FIO[@]}"
+kill "$sleeper" 2>/dev/null
+wait "$sleeper" "$sampler" 2>/dev/null
+# The first 10 samples (2 s) fall before the job is placed.
+read -r on_n1 samples < <(awk 'NR > 10 { n++; if ($1 == 2 || $1 == 3) k++ } END { print k + 0, n + 0 }' "$ESN_WORK/sleeper-cpus.txt")
+ok=0
+((samples >= 20 && on_n1 * 100 >= samples * 60)) && [[ $MB_RC == 0 ]] && ok=1
+expect "2e fio 1 job: a sleeper leaves idle node 0 asleep, >= 60 % of its samples on node 1" "$ok" \
+	"$on_n1 of $samples samples on node 1's CPUs; fio's bios $MB_PCT1 % from node 1, exit $MB_RC; kept_asleep $(($(stats_sum kept_asleep "$sched_out") - kept_before))"
 
 # ---- 2b. started on the wrong node: does the scheduler move them? -------------------
 # Unpinned placement on an idle guest is partly luck (EEVDF gave 18-100 % from

@@ -64,6 +64,7 @@ stats! {
     QueueCountLow = "queue_count_low",
     LentSkipped = "lent_skipped",
     FairPreempt = "fair_preempt",
+    KeptAsleep = "kept_asleep",
 }
 
 impl Stat {

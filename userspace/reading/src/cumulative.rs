@@ -126,7 +126,7 @@ pub struct IntervalStats {
 }
 
 /// Everything the scheduler has counted since it started, at one moment.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Cumulative {
     pub counters: Counters,
     /// Waits, spills and steals, indexed by node.
@@ -141,6 +141,23 @@ pub struct Cumulative {
     pub nodes: Vec<NodeGauge>,
     /// The controller's last decisions (empty with --threshold).
     pub decisions: Vec<Decision>,
+}
+
+// By hand: the standard library derives Default for arrays of at most 32,
+// and there are more counters than that.
+impl Default for Cumulative {
+    fn default() -> Self {
+        Cumulative {
+            counters: [0; counters::NAMES.len()],
+            sched: Vec::new(),
+            cpu: Vec::new(),
+            energy: None,
+            watchdog_timeout_ms: 0,
+            io: RawSnapshot::default(),
+            nodes: Vec::new(),
+            decisions: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
