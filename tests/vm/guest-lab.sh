@@ -8,7 +8,7 @@
 # completion latency is the referee, and a "ratio" is the median over the
 # rounds of remote / local (fio_clat_pair):
 #   O. lab off: remote / local within 1.0 +- 10 % (a second measurement
-#      allowed, both reported);
+#      allowed, judged with the first's rounds: the median of all ten);
 #   F. --factor 2.0: remote / local within 2.0 +- 15 % (a second calibration
 #      allowed, both reported); the lab delayed as
 #      many requests as fio issued from node 0 and none of node 1's;
@@ -49,14 +49,22 @@ fio_randread_args "$dev" 1 2 >/dev/null
 # A second measurement is allowed, both reported: with nothing attached, one
 # read 0.897 (rounds 1.00 0.87 1.03 0.90 0.86) on this machine where the
 # other runs of the day read 0.980-1.088; a host burst decides one pair.
-ok=0 o_tries=()
+# The second is judged by the median of all ten rounds, not its own five: a
+# round's ratio spreads 0.77-1.30 under TCG with nothing attached, so a
+# five-round median lands outside the window one time in a few (2026-12-06:
+# 1.146, then 0.894, where the ten rounds' median read 0.99 and the pooled
+# means 1.003).
+ok=0 o_tries=() o_rounds=()
 for _ in 1 2; do
 	fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
-	o_tries+=("$PAIR_RATIO")
-	within "$PAIR_RATIO" 0.9 1.1 && { ok=1; break; }
+	read -r -a more <<<"$PAIR_ROUNDS"
+	o_rounds+=("${more[@]}")
+	o_ratio=$(printf '%s\n' "${o_rounds[@]}" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	o_tries+=("$o_ratio")
+	within "$o_ratio" 0.9 1.1 && { ok=1; break; }
 done
 check "O lab off: remote/local clat within 1.0 +-10 %" "$ok" \
-	"ratio $PAIR_RATIO (rounds $PAIR_ROUNDS; local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; measurements: ${#o_tries[@]}, ratios ${o_tries[*]})"
+	"ratio $o_ratio (median of ${#o_rounds[@]} rounds: ${o_rounds[*]}; last measurement local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; measurements: ${#o_tries[@]}, medians so far ${o_tries[*]})"
 off_local=$PAIR_LOCAL_US
 
 # ---- F. --factor 2.0 -----------------------------------------------------------
