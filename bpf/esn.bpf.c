@@ -1427,36 +1427,28 @@ static bool node_all_idle(u32 node)
 }
 
 /*
- * keep_idle_nodes: an idle CPU for @p, not I/O-bound, waking with
- * @prev_cpu on
- *   - a node with placed tasks and CPUs beside them
- *     (node_has_cpus_beside_io): one of that node's, so that a busy
- *     @prev_cpu does not send it to wake another node (the kernel's idle
- *     pick looks no further than the LLC before any idle CPU); @moved false;
- *   - a node without placed tasks, every CPU of which is idle (waking there
- *     would wake the node): one of the nearest such node with placed tasks;
- *     @moved true.
- * -1 otherwise (@prev_cpu's node runs anything, or is a node full of placed
- * tasks), or if no such node has an idle CPU @p may use. The placed counts
+ * keep_idle_nodes: for @p, not I/O-bound, waking with @prev_cpu on a node
+ * without placed tasks, every CPU of which is idle (waking there would wake
+ * the node), an idle CPU of the nearest node with placed tasks and CPUs
+ * beside them (node_has_cpus_beside_io). -1 otherwise (@prev_cpu's node
+ * has placed tasks or runs anything), or if no such node has an idle CPU @p
+ * may use. Not for a task whose previous CPU is on a node with placed
+ * tasks: keeping such tasks there too (tried) raised the placed tasks' wait
+ * for a CPU beside a hog on every node, where the controller weighs it. The placed counts
  * are read first: on a machine without placed tasks this is one load per
  * node, and no idle-mask call. A plain bounded loop, as in
  * steal_from_neighbours: no kfunc call per turn.
  */
 static s32 pick_idle_on_awake_node(struct task_struct *p,
-				   struct esn_sched_task *st, s32 prev_cpu,
-				   bool *moved)
+				   struct esn_sched_task *st, s32 prev_cpu)
 {
 	bool asleep_checked = false;
 	u32 prev_node, i;
 	s32 cpu;
 
-	*moved = false;
 	if (nr_nodes < 2 || (u32)prev_cpu >= cpu_ids_nr)
 		return -1;
 	prev_node = node_of_cpu(prev_cpu);
-	if (node_has_cpus_beside_io(prev_node))
-		return pick_idle_on_node(p, task_node_cpus(p, st, prev_node),
-					 prev_node, prev_cpu);
 	if (node_has_placed(prev_node))
 		return -1;
 	for (i = 0; i < nr_nodes && i < ESN_MAX_NODES; i++) {
@@ -1473,10 +1465,8 @@ static s32 pick_idle_on_awake_node(struct task_struct *p,
 		}
 		cpu = pick_idle_on_node(p, task_node_cpus(p, st, node), node,
 					prev_cpu);
-		if (cpu >= 0) {
-			*moved = true;
+		if (cpu >= 0)
 			return cpu;
-		}
 	}
 	return -1;
 }
@@ -1882,12 +1872,9 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	}
 
 	if (keep_idle_nodes && st && !st->io_bound) {
-		bool moved;
-
-		cpu = pick_idle_on_awake_node(p, st, prev_cpu, &moved);
+		cpu = pick_idle_on_awake_node(p, st, prev_cpu);
 		if (cpu >= 0) {
-			if (moved)
-				stat_inc(ESN_STAT_KEPT_ASLEEP);
+			stat_inc(ESN_STAT_KEPT_ASLEEP);
 			if (direct_dispatch_safe(cpu)) {
 				run_on_idle_cpu(p, st, cpu);
 				stat_inc(ESN_STAT_FAIR_DIRECT);
