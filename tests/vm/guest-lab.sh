@@ -23,8 +23,9 @@
 #      under it; one fio job flipped between the nodes every 0.5 s: the
 #      controller's measured P_numa for node 1 (mean device latency, remote
 #      over local) reads at least 1.6;
-#   Z. the lab exits 0 on SIGINT and leaves nothing attached (the pinned ratio
-#      after it is back near 1.0).
+#   Z. the lab exits 0 on SIGINT and leaves nothing attached: bpftool lists
+#      none of its programs, and the pinned ratio after it is back within
+#      1.0 +- 15 % (judged as O).
 # Environment: ESN_LAB_ROUNDS (5), ESN_LAB_SECS (3) per side and round.
 set -uo pipefail
 # shellcheck source=tests/vm/guest-lib.sh
@@ -41,30 +42,37 @@ trap cleanup EXIT
 dev=$(nvme_dev_on_node 1) || { check "NVMe on node 1" 0 "none found"; finish; }
 say "device $dev on node 1; remote CPUs $remote_cpus, local $local_cpus"
 
+# settled_ratio LO HI: with nothing attached, the pinned remote / local ratio
+# lies in [LO, HI]. A second measurement is allowed, both reported: one read
+# 0.897 (rounds 1.00 0.87 1.03 0.90 0.86) on a machine where the other runs
+# of the day read 0.980-1.088; a host burst decides one pair. The second is
+# judged by the median of all ten rounds, not its own five: a round's ratio
+# spreads 0.77-1.50 under TCG with nothing attached, so a five-round median
+# lands outside the window one time in a few (2026-12-06: O read 1.146, then
+# 0.894, where the ten rounds' median read 0.99 and the pooled means 1.003;
+# the fresh-clone CI's Z read 1.226 from rounds 0.85 1.23 1.50 1.29 0.94).
+# Sets SETTLED_OK, SETTLED_RATIO, SETTLED_ROUNDS and SETTLED_TRIES (arrays).
+settled_ratio() {
+	local lo=$1 hi=$2 more
+	SETTLED_OK=0 SETTLED_RATIO=0 SETTLED_TRIES=() SETTLED_ROUNDS=()
+	for _ in 1 2; do
+		fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
+		read -r -a more <<<"$PAIR_ROUNDS"
+		SETTLED_ROUNDS+=("${more[@]}")
+		SETTLED_RATIO=$(printf '%s\n' "${SETTLED_ROUNDS[@]}" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+		SETTLED_TRIES+=("$SETTLED_RATIO")
+		within "$SETTLED_RATIO" "$lo" "$hi" && { SETTLED_OK=1; return 0; }
+	done
+}
+
 # ---- O. lab off --------------------------------------------------------------
 # A first short run, not judged: the first fio of a boot pays for loading fio
 # over 9p and warming the guest.
 fio_randread_args "$dev" 1 2 >/dev/null
 "${FIO[@]}" >>"$ESN_WORK/commands.log" 2>&1
-# A second measurement is allowed, both reported: with nothing attached, one
-# read 0.897 (rounds 1.00 0.87 1.03 0.90 0.86) on this machine where the
-# other runs of the day read 0.980-1.088; a host burst decides one pair.
-# The second is judged by the median of all ten rounds, not its own five: a
-# round's ratio spreads 0.77-1.30 under TCG with nothing attached, so a
-# five-round median lands outside the window one time in a few (2026-12-06:
-# 1.146, then 0.894, where the ten rounds' median read 0.99 and the pooled
-# means 1.003).
-ok=0 o_tries=() o_rounds=()
-for _ in 1 2; do
-	fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
-	read -r -a more <<<"$PAIR_ROUNDS"
-	o_rounds+=("${more[@]}")
-	o_ratio=$(printf '%s\n' "${o_rounds[@]}" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-	o_tries+=("$o_ratio")
-	within "$o_ratio" 0.9 1.1 && { ok=1; break; }
-done
-check "O lab off: remote/local clat within 1.0 +-10 %" "$ok" \
-	"ratio $o_ratio (median of ${#o_rounds[@]} rounds: ${o_rounds[*]}; last measurement local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; measurements: ${#o_tries[@]}, medians so far ${o_tries[*]})"
+settled_ratio 0.9 1.1
+check "O lab off: remote/local clat within 1.0 +-10 %" "$SETTLED_OK" \
+	"ratio $SETTLED_RATIO (median of ${#SETTLED_ROUNDS[@]} rounds: ${SETTLED_ROUNDS[*]}; last measurement local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; measurements: ${#SETTLED_TRIES[@]}, medians so far ${SETTLED_TRIES[*]})"
 off_local=$PAIR_LOCAL_US
 
 # ---- F. --factor 2.0 -----------------------------------------------------------
@@ -166,9 +174,16 @@ else
 fi
 
 # ---- Z. removed: back to no penalty ----------------------------------------------
-fio_clat_pair "$dev" "$local_cpus" "$remote_cpus" "$rounds" "$secs"
-ok=0; within "$PAIR_RATIO" 0.85 1.15 && ok=1
-check "Z after the lab exits: remote/local back near 1.0" "$ok" \
-	"ratio $PAIR_RATIO (rounds $PAIR_ROUNDS; local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us; O's local $off_local us)"
+# Two referees: the kernel lists no lab program (bpftool; the names are cut
+# to 15 characters), and fio's pinned ratio is back near 1.0 (with the
+# factor-2.0 spin still attached it reads about 2).
+left=$(bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+print(" ".join(p.get("name", "") for p in json.load(sys.stdin) if p.get("name", "").startswith(("lab_after_start", "lab_at_rq_issue"))))' 2>/dev/null) ||
+	left="(bpftool could not list programs)"
+settled_ratio 0.85 1.15
+ok=0; ((SETTLED_OK)) && [[ -z $left ]] && ok=1
+check "Z after the lab exits: nothing attached, remote/local back near 1.0" "$ok" \
+	"lab programs loaded: ${left:-none}; ratio $SETTLED_RATIO (median of ${#SETTLED_ROUNDS[@]} rounds: ${SETTLED_ROUNDS[*]}; last measurement local $PAIR_LOCAL_US us, remote $PAIR_REMOTE_US us, p50 remote - local $PAIR_P50_EXTRA_US us; measurements: ${#SETTLED_TRIES[@]}, medians so far ${SETTLED_TRIES[*]}; O's local $off_local us)"
 
 finish
