@@ -478,24 +478,70 @@ check "O state file owned elsewhere: exit 1, says so, nothing loaded" "$ok" \
 # ---- H. a CPU hog on every node: the spill's wait is weighed -------------------------
 # As L, but a spinner on each of the 4 CPUs: a job spilled to node 0 waits for a
 # CPU there too. Learning from scratch (no state), the wait of the job placed on
-# node 0 must be measured and weighed (the stats' "+ spill X" with X > 0; it
-# stays 0.00 when nothing was placed on the node spilled to), and the threshold
-# must end where it started, at 2: the placed jobs preempt the spinners on
-# either node, so P_cont(2) and P_numa + spill tie (1.05-1.15 against
-# 1.07-1.10 on 2026-11-29). Before the spill term it went to 1 and stayed (P_numa
-# 1.01 alone); before the evidence rule's tie margin it moved 2 -> 1 -> 2 -> 1;
-# before the spill's warm-up (a plain mean, no shed until 1/alpha intervals of
-# it) it once went 2 -> 1 at second 12 on a spill still climbing from its
-# first, partial interval (0.02; 0.07-0.12 after).
+# node 0 must be measured (the stats' "+ spill X" with X > 0; it stays 0.00 when
+# nothing was placed on the node spilled to) and weighed: a move is checked
+# against the rule with the spill in it, redone from the interval lines.
+# Which side wins is not checked: the placed jobs preempt the spinners on
+# either node, so P_cont(2) and P_numa + spill tie (P_cont(2) 1.07-1.16 against
+# a shed line of (1.04 + 0.04) x 1.05 = 1.13 on 2026-12-07, and after the shed
+# P_cont(1) 1.01-1.11 with the two spilled jobs' wait at 0.07-0.08: either
+# answer costs the same to within the noise). The check asked for "stays 2"
+# until then, and failed CI on 2026-12-02 and 2026-12-06 on sheds the rule
+# justified by 0.1-1 %. What it still catches: a spill never measured, a shed
+# before the spill's warm-up (1/alpha = 5 measured intervals), a move the rule
+# with the spill does not justify (before the spill term: 2 -> 1 on P_cont(2)
+# 1.08 against P_numa 1.01 alone), and flapping (2 -> 1 -> 2 -> 1 before the tie
+# margin).
 hogs() { SPIN_CPUS="0 1 2 3" fio_beside_spinners "$@"; }
 FIO_WRAP=hogs phase H "$runtime_l" --stats 1 --control-interval 1 --no-state
 h_spill=$(sed -n 's/^control n1: .* + spill \([0-9.]*\),.*/\1/p' "$P_OUT" | tail -n1)
 h_moves=$(grep -c 'threshold [0-9]* -> [0-9]*' "$P_ERR" || true)
 stop_sched H
+# Each move of the learned threshold, redone: the evidence rule (evidence.rs)
+# on the medians of the last 3 fresh P_cont at the n it judges, against
+# P_numa + spill of the move's own line, with 0.01 for the lines' rounding.
+h_rule=$(python3 - "$P_OUT" <<'PY'
+import re, statistics, sys
+pat = re.compile(r"^control n1: threshold (\d+)( \(exploring\))? placed (\d+) \| P_numa ([\d.]+) \w+ "
+                 r"\+ spill ([\d.]+), P_cont ([\d.]+|-) at n=\d+, curve \S+, n\* (\S+)")
+points, last, clock, prev, spill_since, verdicts = {}, {}, 0, None, None, []
+for line in open(sys.argv[1]):
+    m = pat.match(line)
+    if not m:
+        continue
+    t = int(m.group(1)) - (1 if m.group(2) else 0)
+    n, p_numa, spill, p_cont, n_star = int(m.group(3)), float(m.group(4)), float(m.group(5)), m.group(6), m.group(7)
+    if spill > 0 and spill_since is None:
+        spill_since = clock
+    if p_cont != "-" and n > 0:
+        clock += 1
+        if clock - last.get(n, clock) - 1 > 6:  # STALE_AFTER: the older points no longer steer
+            points[n] = []
+        points[n] = (points.get(n, []) + [float(p_cont)])[-3:]
+        last[n] = clock
+    if prev is not None and t != prev:
+        line_at = p_numa + spill
+        judged = prev if t < prev else prev + 1
+        med = statistics.median(points.get(judged, [0]))
+        if n_star != "-":
+            ok, why = True, f"n* {n_star} (the fit's)"
+        elif t < prev:
+            warmed = spill_since is not None and clock - spill_since >= 5
+            ok = spill > 0 and warmed and med > line_at * 1.05 - 0.01
+            why = f"P_cont({judged}) {med:.2f} > ({p_numa:.2f} + spill {spill:.2f}) x 1.05 = {line_at * 1.05:.2f}, warmed {warmed}"
+        else:
+            ok = med <= line_at * 0.95 + 0.01
+            why = f"P_cont({judged}) {med:.2f} <= ({p_numa:.2f} + spill {spill:.2f}) x 0.95 = {line_at * 0.95:.2f}"
+        verdicts.append((ok, f"{prev} -> {t}: {why}"))
+    prev = t
+print(int(all(ok for ok, _ in verdicts)), "; ".join(w for _, w in verdicts) or "no move")
+PY
+)
 ok=0
-[[ $MB_RC == 0 && $P_FINAL == 2 ]] && awk -v s="${h_spill:-0}" 'BEGIN { exit !(s > 0) }' && ok=1
-check "H a hog on every node: the spill's wait is weighed, the threshold stays 2" "$ok" \
-	"P_numa $P_NUMA ($P_SOURCE) + spill ${h_spill:-never measured}; threshold $P_FINAL from second $P_SETTLED of $P_LINES, $h_moves moves, $P_SHED shed; last ${judge}s: $MB_JOBS_N1 of $MB_JOBS jobs >80 % node 1, node-1 share $MB_PCT1 % of $MB_TOTAL bios; fio exit $MB_RC"
+[[ $MB_RC == 0 && ${h_rule%% *} == 1 && ${h_moves:-0} -le 1 ]] &&
+	awk -v s="${h_spill:-0}" 'BEGIN { exit !(s > 0) }' && ok=1
+check "H a hog on every node: the spill measured and weighed, at most one move" "$ok" \
+	"P_numa $P_NUMA ($P_SOURCE) + spill ${h_spill:-never measured}; ${h_rule#* }; threshold $P_FINAL from second $P_SETTLED of $P_LINES, $h_moves moves, $P_SHED shed; last ${judge}s: $MB_JOBS_N1 of $MB_JOBS jobs >80 % node 1, node-1 share $MB_PCT1 % of $MB_TOTAL bios; fio exit $MB_RC"
 
 # ---- F. the profile sweep, saved as the starting point -----------------------------------
 bio_trace_stop
