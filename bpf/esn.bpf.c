@@ -1871,18 +1871,17 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return busy_cpu_on_node(p, cpus, node, prev_cpu);
 	}
 
+	cpu = -1;
 	if (keep_idle_nodes && st && !st->io_bound) {
 		cpu = pick_idle_on_awake_node(p, st, prev_cpu);
 		if (cpu >= 0) {
 			stat_inc(ESN_STAT_KEPT_ASLEEP);
-			if (direct_dispatch_safe(cpu)) {
-				run_on_idle_cpu(p, st, cpu);
-				stat_inc(ESN_STAT_FAIR_DIRECT);
-			}
-			return cpu;
+			is_idle = true;
 		}
 	}
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (cpu < 0)
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags,
+					     &is_idle);
 	if (is_idle && direct_dispatch_safe(cpu)) {
 		run_on_idle_cpu(p, st, cpu);
 		stat_inc(ESN_STAT_FAIR_DIRECT);
