@@ -901,6 +901,20 @@ static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
 }
 
 /*
+ * The CPU @p is on, as scx_bpf_task_cpu() gives it, read off the task where
+ * the kernel keeps it there (CONFIG_THREAD_INFO_IN_TASK: x86, arm64): a
+ * load instead of a kfunc call in ops.running, at every run's start. Not
+ * the current CPU: a property change on a running task (nice, affinity)
+ * runs ops.running from the CPU that made it.
+ */
+static __always_inline s32 task_cpu_of(const struct task_struct *p)
+{
+	if (bpf_core_field_exists(struct task_struct, thread_info.cpu))
+		return p->thread_info.cpu;
+	return scx_bpf_task_cpu(p);
+}
+
+/*
  * The clock of the scheduler's own timestamps (waits, runs, queue ages):
  * the runqueue clock the kernel already read, where bpf_ktime_get_ns()
  * reads the clocksource at every call. Most machines read the TSC either
@@ -2189,7 +2203,7 @@ static __always_inline void account_wait(struct task_struct *p,
  */
 void BPF_STRUCT_OPS(esn_running, struct task_struct *p)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 	struct esn_cpu_state *cs = cpu_state_of(cpu);
 	struct esn_sched_task *st = sched_task(p);
 	u8 io = st && (st->io_placed || st->io_bound);
