@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Diagnostic (not a test): where scx_esn's own userspace spends its CPU under
 # the bench's io-1 (lab off), started with the bench's learning arguments.
-# Rounds: plain (ticks only), strace -c, perf record.
+# Without DIAG_BASE: one build (DIAG_NEW, default target/release/scx_esn)
+# with and without --stats, then under strace -c and perf record. With
+# DIAG_BASE: it and DIAG_NEW interleaved for DIAG_ROUNDS rounds (3), then
+# DIAG_NEW under strace -c.
 set -u
 . "$ESN_REPO/tests/vm/guest-lib.sh"
 dev=$(nvme_dev_on_node 1)
 out=$ESN_OUTDIR
-ESN=${DIAG_ESN:-$ESN_REPO/target/release/scx_esn}
 ticks() { awk '{print $14+$15}' /proc/$1/stat; }
-one() { # NAME MODE [extra scx_esn args]
-	local name=$1 mode=$2; shift 2
+one() { # NAME MODE BINARY [extra scx_esn args]
+	local name=$1 mode=$2 ESN=$3; shift 3
 	"$ESN" --no-state --control-interval 1 "$@" > "$ESN_WORK/$name.sched" 2>&1 &
 	local spid=$!
 	for _ in $(seq 60); do [[ $(cat /sys/kernel/sched_ext/state) == enabled ]] && break; sleep 0.5; done
@@ -35,10 +37,19 @@ print('$name', 'iops', round(j['iops']), 'daemon_pct_of_cpu', round(100*($t1-$t0
 	cp -f "$ESN_WORK/$name.sched" "$ESN_WORK/$name".strace "$out"/ 2>/dev/null
 	sleep 2
 }
-for r in $(seq "${DIAG_ROUNDS:-1}"); do
-	one plain$r plain --stats 1
-	one nostats$r plain
-	one strace$r strace --stats 1
-	one perf$r perf --stats 1
-done
+new=${DIAG_NEW:-$ESN_REPO/target/release/scx_esn}
+if [[ -z ${DIAG_BASE:-} ]]; then
+	for r in $(seq "${DIAG_ROUNDS:-1}"); do
+		one plain$r plain "$new" --stats 1
+		one nostats$r plain "$new"
+		one strace$r strace "$new" --stats 1
+		one perf$r perf "$new" --stats 1
+	done
+else
+	for r in $(seq "${DIAG_ROUNDS:-3}"); do
+		one base$r plain "$DIAG_BASE" --stats 1
+		one new$r plain "$new" --stats 1
+	done
+	one newstrace strace "$new" --stats 1
+fi
 echo PASS > "$out/result"
