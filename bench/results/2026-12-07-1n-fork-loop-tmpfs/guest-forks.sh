@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Diagnostic (not a test): edges A's fork loop beside stress-ng --cpu 2, with
+# exec of /bin/true (over the 9p root) and with a subshell fork (no exec, no
+# 9p), under EEVDF and each scx_esn build in FK_BINS, interleaved per round.
+set -u
+. "$ESN_REPO/tests/vm/guest-lib.sh"
+out=$ESN_OUTDIR
+window() { # KIND -> prints forks bogo
+	cp -f /work/notes/forks/true.static "$ESN_WORK/true"
+	stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
+	local sp=$! end=$((SECONDS + 10)) n=0
+	case $1 in
+	exec) while ((SECONDS < end)); do /bin/true && n=$((n + 1)); done ;;
+	tmpexec) while ((SECONDS < end)); do "$ESN_WORK/true" && n=$((n + 1)); done ;;
+	hogs) n=0 ;;
+	chain) kill $sp; end=$((SECONDS + 10)); while ((SECONDS < end)); do "$ESN_WORK/true" && n=$((n + 1)); done ;;
+	sub) while ((SECONDS < end)); do (:) && n=$((n + 1)); done ;;
+	esac
+	wait $sp
+	echo "$n $(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log")"
+}
+run() { # NAME BIN|eevdf KIND
+	local name=$1 bin=$2 kind=$3 spid=
+	if [[ $bin != eevdf ]]; then
+		"$bin" --no-state >"$ESN_WORK/s.out" 2>&1 &
+		spid=$!
+		for _ in $(seq 60); do [[ $(cat /sys/kernel/sched_ext/state) == enabled ]] && break; sleep 0.5; done
+		sleep 1
+	fi
+	local r; r=$(window "$kind")
+	[[ -n $spid ]] && { kill -INT $spid; wait $spid; sleep 1; }
+	echo "$name $kind $r" | tee -a "$out/summary"
+}
+for r in $(seq "${FK_ROUNDS:-3}"); do
+	for kind in ${FK_KINDS:-exec sub}; do
+		run eevdf eevdf $kind
+		for nb in $FK_BINS; do run "${nb%%=*}" "${nb#*=}" $kind; done
+	done
+done
+echo PASS > "$out/result"
