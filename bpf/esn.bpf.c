@@ -903,7 +903,8 @@ static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
 /*
  * The CPU @p is on, as scx_bpf_task_cpu() gives it, read off the task where
  * the kernel keeps it there (CONFIG_THREAD_INFO_IN_TASK: x86, arm64): a
- * load instead of a kfunc call in ops.running, at every run's start. Not
+ * load instead of a kfunc call at every run's start (ops.running) and in
+ * every queueing that asks (enqueue, the preemptions, enable). Not
  * the current CPU: a property change on a running task (nice, affinity)
  * runs ops.running from the CPU that made it.
  */
@@ -1570,7 +1571,7 @@ static s32 busy_cpu_on_node(struct task_struct *p, const struct cpumask *cpus,
 static bool preempt_for_io(struct task_struct *p, struct esn_sched_task *st,
 			   u32 node, u64 enq_flags, u64 now)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || node_of_cpu(cpu) != node ||
 	    !cpu_preemptible_for_io(cpu) || !ran_long_enough(cpu, now))
@@ -1833,7 +1834,7 @@ static void preempt_for_fair_wakeup(struct task_struct *p, u32 node,
 	if (!tenth_passed(READ_ONCE(io_bound_seen_at), bpf_jiffies64()))
 		return;
 	now = sched_now();
-	cpu = scx_bpf_task_cpu(p);
+	cpu = task_cpu_of(p);
 	if (!fair_wakeup_may_preempt(p, cpu, vtime, now)) {
 		cpus = node_cpumask(node);
 		if (!cpus)
@@ -1940,7 +1941,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 	if (task_is_pinned(p)) {
 		enqueue_io_node(p, st, enq_flags);
 		if ((enq_flags & SCX_ENQ_WAKEUP) || is_migration_disabled(p)) {
-			node = node_of_cpu(scx_bpf_task_cpu(p));
+			node = node_of_cpu(task_cpu_of(p));
 			wait_on_node(p, st, node, enq_flags, true);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns,
 					   enq_flags);
@@ -1967,7 +1968,7 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 fair:
-	node = node_of_cpu(scx_bpf_task_cpu(p));
+	node = node_of_cpu(task_cpu_of(p));
 	vtime = queue_on_node(p, st, QUEUE_FAIR, node, enq_flags);
 	stat_inc(ESN_STAT_FAIR_QUEUED);
 	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -2289,7 +2290,7 @@ void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 void BPF_STRUCT_OPS(esn_enable, struct task_struct *p)
 {
 	struct esn_sched_task *st = sched_task(p);
-	u32 node = node_of_cpu(scx_bpf_task_cpu(p));
+	u32 node = node_of_cpu(task_cpu_of(p));
 	u64 *clock = node_clock(node);
 
 	scx_bpf_task_set_dsq_vtime(p, clock ? *clock : 0);
