@@ -102,7 +102,7 @@ check "A topology: one node, no NVMe" "${verdict%% *}" "${verdict#* }"
 # ops 0.81-0.94x) in the same boots (bench/results/2026-12-07-1n-fork-loop-tmpfs.md).
 # EEVDF's 9p figure is the unsteady one (53-105 a window, scx_esn's 43-49), so
 # the tmpfs loop is judged and the 9p one reported: its gap is open (scx_bpfland
-# reads 55-91 there), not hidden.
+# reads 55-109 there), not hidden.
 exit_only=$ESN_WORK/exit-only
 printf '%s\n' 'void _start(void) { __asm__ volatile("mov $60, %%eax\n xor %%edi, %%edi\n syscall" ::: "memory"); }' >"$exit_only.c"
 cc -O2 -static -nostdlib -o "$exit_only" "$exit_only.c" 2>"$exit_only.err" ||
