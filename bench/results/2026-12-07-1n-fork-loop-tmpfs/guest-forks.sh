@@ -9,15 +9,22 @@ window() { # KIND -> prints forks bogo
 	cp -f /work/notes/forks/true.static "$ESN_WORK/true"
 	stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
 	local sp=$! end=$((SECONDS + 10)) n=0
+	local s0; s0=$(head -1 /proc/stat)
 	case $1 in
 	exec) while ((SECONDS < end)); do /bin/true && n=$((n + 1)); done ;;
 	tmpexec) while ((SECONDS < end)); do "$ESN_WORK/true" && n=$((n + 1)); done ;;
-	hogs) n=0 ;;
+	hogs) sleep 10 ;;
 	chain) kill $sp; end=$((SECONDS + 10)); while ((SECONDS < end)); do "$ESN_WORK/true" && n=$((n + 1)); done ;;
 	sub) while ((SECONDS < end)); do (:) && n=$((n + 1)); done ;;
 	esac
+	local s1; s1=$(head -1 /proc/stat)
 	wait $sp
-	echo "$n $(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log")"
+	# cpu line deltas: user nice system idle iowait irq softirq (ticks)
+	local cpu; cpu=$(python3 -c "
+a=list(map(int,'$s0'.split()[1:8])); b=list(map(int,'$s1'.split()[1:8]))
+d=[y-x for x,y in zip(a,b)]; t=sum(d) or 1
+print('usr%.0f sys%.0f idle%.0f irq%.0f' % (100*(d[0]+d[1])/t, 100*d[2]/t, 100*(d[3]+d[4])/t, 100*(d[5]+d[6])/t))")
+	echo "$n $(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log") $cpu"
 }
 run() { # NAME BIN|eevdf KIND
 	local name=$1 bin=$2 kind=$3 spid=
