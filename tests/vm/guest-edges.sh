@@ -7,8 +7,9 @@
 #      schedules stress-ng and a shell loop fork-exec'ing a static program
 #      from tmpfs as a plain fair scheduler (nothing placed, no error; forks
 #      >= 0.5x and stress-ng's bogo ops >= 0.8x EEVDF's in the same boot, the
-#      median of five 10 s windows each, interleaved; the shell's wake-ups preempted the
-#      hogs: fair_preempt > 0), and SIGINT: exit 0. The same loop exec'ing
+#      median of five 10 s windows each, interleaved; the shell's wake-ups
+#      preempted the hogs: fair_preempt > 0), and SIGINT: exit 0. The same
+#      loop exec'ing
 #      /bin/true over the VM's 9p root is reported beside it, not judged
 #      (see fair_load).
 #   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
@@ -128,11 +129,11 @@ median_of() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 # stopped after it but for the last), and each scheduler judged by the median
 # of its five. The host is shared: a burst of its load in one 10 s window cost
 # scx_esn 0.77x in CI (a boot that took 47 s instead of 21-25), and one window
-# is thrown out either way. Interleaved, not five EEVDF windows first: EEVDF's
-# bogo ops read 886-1014 in the first minute of two edges boots and 751-913
-# interleaved with scx_esn's in four others (scx_esn's 749-861 and 754-816),
-# and the block order once set EEVDF's high five against ours at 0.81x, at
-# the bar.
+# is thrown out either way. Interleaved, not five EEVDF windows first, so a
+# drift along the boot falls on both: with EEVDF's windows first its bogo ops
+# read 782-1014 over three boots, and one set its five at 957-1014 against
+# ours at 749-829 (0.81x, at the bar). Interleaving does not narrow EEVDF's
+# spread itself (750-950 a window in two boots).
 fair_load /bin/true
 eevdf_9p_forks=$FORKS
 e_forks=() e_bogo=() s_forks=() s_bogo=()
