@@ -9,9 +9,8 @@
 #      >= 0.5x and stress-ng's bogo ops >= 0.8x EEVDF's in the same boot, the
 #      median of five 10 s windows each, interleaved; the shell's wake-ups
 #      preempted the hogs: fair_preempt > 0), and SIGINT: exit 0. The same
-#      loop exec'ing
-#      /bin/true over the VM's 9p root is reported beside it, not judged
-#      (see fair_load).
+#      loop exec'ing /bin/true over the VM's 9p root is reported beside it,
+#      not judged (see fair_load).
 #   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
 #      nobody exits 1 at once with "permission denied ... run as root".
 #   C. a second scx_esn while the first runs: exit 1 naming the scheduler
