@@ -5,11 +5,13 @@
 # mistakes an operator makes, each with its one-line error and exit status.
 #   A. one node, no NVMe: `scx_esn topology` says so; the scheduler loads,
 #      schedules stress-ng and a shell loop fork-exec'ing a static program
-#      from tmpfs as a plain fair scheduler (nothing placed, no error; forks
-#      >= 0.5x and stress-ng's bogo ops >= 0.8x EEVDF's in the same boot, the
-#      median of five 10 s windows each, interleaved; the shell's wake-ups
-#      preempted the hogs: fair_preempt > 0), and SIGINT: exit 0. The same
-#      loop exec'ing /bin/true over the VM's 9p root is reported beside it,
+#      from tmpfs as a plain fair scheduler (nothing placed, no error; the
+#      two CPUs' split between the loop and the hogs no further from fair
+#      than EEVDF's, both CPUs as busy, the hogs' bogo ops per CPU-second
+#      >= 0.8x and forks >= 0.5x EEVDF's in the same boot, the median of five
+#      windows each, interleaved; the shell's wake-ups preempted the hogs:
+#      fair_preempt > 0), and SIGINT: exit 0. The same loop exec'ing
+#      /bin/true over the VM's 9p root is reported beside it,
 #      not judged (see fair_load).
 #   B. the stats socket is root's: mode 600; `scx_esn --monitor` run as
 #      nobody exits 1 at once with "permission denied ... run as root".
@@ -108,18 +110,50 @@ printf '%s\n' 'void _start(void) { __asm__ volatile("mov $60, %%eax\n xor %%edi,
 cc -O2 -static -nostdlib -o "$exit_only" "$exit_only.c" 2>"$exit_only.err" ||
 	{ check "A a static program to fork-exec (cc)" 0 "$(head -c 300 "$exit_only.err")"; finish_all; }
 
+# shell_ticks: this shell's CPU time in clock ticks, its own (user +
+# system) and its reaped children's, as "OWN CHILDREN".
+shell_ticks() {
+	local stat
+	read -r stat </proc/$$/stat
+	stat=${stat##*) }
+	# After "pid (comm) ": utime, stime, cutime, cstime are fields 12-15.
+	awk '{ print $12 + $13, $14 + $15 }' <<<"$stat"
+}
+clk_tck=$(getconf CLK_TCK)
+
 # fair_load [PROGRAM]: stress-ng on both CPUs beside a shell loop that
-# fork-execs PROGRAM (the static one above) for 10 s; sets FORKS and BOGO
-# (stress-ng's bogo ops). All of it is fair-path work.
+# fork-execs PROGRAM (the static one above) for 9.5 s; sets FORKS and BOGO
+# (stress-ng's bogo ops over its 10 s), LOOP_CPUS and HOG_CPUS (the CPUs the
+# loop, this shell and the programs it waited for, and stress-ng used on
+# average over the loop's window) and BOGO_PER_CPU_S (bogo ops per second of
+# stress-ng's CPU time). All of it is fair-path work. The loop stops before
+# stress-ng does so that stress-ng's time is not yet among this shell's
+# reaped children's when the window closes; its workers' is read off them.
 fair_load() {
-	local program=${1:-$exit_only}
+	local program=${1:-$exit_only} t0 t1 own0 kids0 own1 kids1 own2 kids2
+	local loop_end_us hog_ns=0 pid ns workers=()
+	read -r own0 kids0 < <(shell_ticks)
+	t0=$EPOCHREALTIME
+	loop_end_us=$((${t0/./} + 9500000))
 	stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
-	local stress_pid=$! busy_end=$((SECONDS + 10))
+	local stress_pid=$!
 	FORKS=0
-	while ((SECONDS < busy_end)); do "$program" && FORKS=$((FORKS + 1)); done
+	while ((${EPOCHREALTIME/./} < loop_end_us)); do "$program" && FORKS=$((FORKS + 1)); done
+	t1=$EPOCHREALTIME
+	read -r own1 kids1 < <(shell_ticks)
+	# Builtins only: a pgrep started over 9p beside the hogs takes seconds.
+	{ read -r -a workers <"/proc/$stress_pid/task/$stress_pid/children"; } 2>/dev/null
+	for pid in "$stress_pid" "${workers[@]}"; do
+		{ read -r ns _ <"/proc/$pid/schedstat" && hog_ns=$((hog_ns + ns)); } 2>/dev/null
+	done
 	wait "$stress_pid"
 	STRESS_RC=$?
+	read -r own2 kids2 < <(shell_ticks)
 	BOGO=$(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log")
+	read -r LOOP_CPUS HOG_CPUS BOGO_PER_CPU_S < <(awk -v hz="$clk_tck" -v t0="$t0" -v t1="$t1" \
+		-v loop="$((own1 - own0 + kids1 - kids0))" -v hog_ns="$hog_ns" \
+		-v stress="$((kids2 - kids1))" -v bogo="${BOGO:-0}" \
+		'BEGIN { printf "%.3f %.3f %.1f\n", loop / hz / (t1 - t0), hog_ns / 1e9 / (t1 - t0), (stress > 0 ? bogo * hz / stress : 0) }')
 }
 # median_of N...: the middle one of an odd count of figures.
 median_of() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
@@ -134,12 +168,14 @@ median_of() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 # ours at 749-829 (0.81x, at the bar). Interleaving does not narrow EEVDF's
 # spread itself (750-950 a window in two boots).
 fair_load /bin/true
-eevdf_9p_forks=$FORKS
+eevdf_9p_forks=$FORKS eevdf_9p_cpus="$LOOP_CPUS/$HOG_CPUS"
 e_forks=() e_bogo=() s_forks=() s_bogo=()
+e_loop=() e_hog=() e_eff=() s_loop=() s_hog=() s_eff=()
 stress_rc=0 placed=0 errors=0 fair_preempts=0 stop_rcs=
 for round in 1 2 3 4 5; do
 	fair_load
 	e_forks+=("$FORKS") e_bogo+=("${BOGO:-0}")
+	e_loop+=("$LOOP_CPUS") e_hog+=("$HOG_CPUS") e_eff+=("$BOGO_PER_CPU_S")
 	((STRESS_RC != 0)) && stress_rc=$STRESS_RC
 	if ! sched_start "$sched_out" "$sched_err" 60 "$bin" --stats 1 --no-state; then
 		check "A loads on one node without NVMe" 0 "round $round: $SCHED_WHY; $(tail -n 3 "$sched_err")"
@@ -148,6 +184,7 @@ for round in 1 2 3 4 5; do
 	((round == 1)) && check "A loads on one node without NVMe" 1 "enabled after ${SCHED_TOOK}s"
 	fair_load
 	s_forks+=("$FORKS") s_bogo+=("${BOGO:-0}")
+	s_loop+=("$LOOP_CPUS") s_hog+=("$HOG_CPUS") s_eff+=("$BOGO_PER_CPU_S")
 	((STRESS_RC != 0)) && stress_rc=$STRESS_RC
 	state=$(sx_state)
 	placed=$((placed + $(grep -cE 'placed [1-9]' "$sched_out" || true)))
@@ -164,22 +201,42 @@ for round in 1 2 3 4 5; do
 	[[ $SCHED_RC == 0 ]] || errors=$((errors + 1))
 done
 for v in "${e_bogo[@]}" "${s_bogo[@]}"; do [[ $v =~ ^[0-9]+$ ]] || errors=$((errors + 1)); done
+# A CPU time not read (empty, or no time at all) is an error, not a zero.
+for v in "${e_loop[@]}" "${s_loop[@]}" "${e_hog[@]}" "${s_hog[@]}" "${e_eff[@]}" "${s_eff[@]}"; do
+	[[ $v =~ ^[0-9]+\.[0-9]+$ && ! $v =~ ^0\.0+$ ]] || errors=$((errors + 1))
+done
 eevdf_forks=$(median_of "${e_forks[@]}") eevdf_bogo=$(median_of "${e_bogo[@]}")
 FORKS=$(median_of "${s_forks[@]}") BOGO=$(median_of "${s_bogo[@]}")
+eevdf_loop=$(median_of "${e_loop[@]}") eevdf_hog=$(median_of "${e_hog[@]}") eevdf_eff=$(median_of "${e_eff[@]}")
+loop_cpus=$(median_of "${s_loop[@]}") hog_cpus=$(median_of "${s_hog[@]}") eff=$(median_of "${s_eff[@]}")
+# Same boot, same load, judged on the split of the two CPUs and on what the
+# hogs make of theirs. Three always-runnable parties (the loop is one: the
+# shell waits while its child runs) share 2 CPUs fairly at 2/3 of a CPU each,
+# in the guest's CPU time, which is what a guest scheduler divides. Both
+# EEVDF and scx_esn give the loop more (0.87-0.99 of a CPU; every exec costs
+# TCG fresh translation, so its share buys fewer forks than a native CPU's).
+# scx_esn must be at least as close to 2/3 as EEVDF is (+0.1 of a CPU), keep
+# the CPUs as busy (loop + hogs >= 0.9x EEVDF's), make >= 0.8x EEVDF's bogo
+# ops per second of the hogs' CPU time, and fork >= 0.5x as often. This
+# replaces bogo ops against EEVDF's, a bar that mixed the split, the hogs'
+# speed per CPU-second and a window's noise in one figure
+# (bench/results/2026-12-07-1n-fork-split.md).
 ok=0
-# Same boot, same load: scx_esn's fair path within reach of EEVDF's.
 if [[ $stress_rc == 0 && $state == enabled && $placed == 0 && $errors == 0 ]] &&
 	((${#s_forks[@]} == 5 && fair_preempts > 0)) &&
-	awk -v f="$FORKS" -v ef="$eevdf_forks" -v b="$BOGO" -v eb="$eevdf_bogo" \
-		'BEGIN { exit !(f >= 0.5 * ef && b >= 0.8 * eb) }'; then
+	awk -v f="$FORKS" -v ef="$eevdf_forks" -v l="$loop_cpus" -v el="$eevdf_loop" \
+		-v h="$hog_cpus" -v eh="$eevdf_hog" -v e="$eff" -v ee="$eevdf_eff" '
+		function abs(x) { return x < 0 ? -x : x }
+		BEGIN { exit !(f >= 0.5 * ef && abs(l - 2 / 3) <= abs(el - 2 / 3) + 0.1 &&
+			l + h >= 0.9 * (el + eh) && e >= 0.8 * ee) }'; then
 	ok=1
 fi
 check "A schedules CPU work as a fair scheduler" "$ok" \
-	"median of 5 interleaved windows each: forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), stress-ng bogo ops $BOGO (EEVDF $eevdf_bogo, >= 0.8x); windows: scx_esn forks ${s_forks[*]}, bogo ops ${s_bogo[*]}; EEVDF forks ${e_forks[*]}, bogo ops ${e_bogo[*]}; fair wake-up preemptions $fair_preempts (> 0); state $state; intervals with placed tasks $placed; errors $errors (exits between rounds: ${stop_rcs:-none})"
+	"median of 5 interleaved windows each: the loop's CPUs $loop_cpus (EEVDF $eevdf_loop; fair 0.667, no further from it than EEVDF + 0.1), the hogs' $hog_cpus (EEVDF $eevdf_hog; the two >= 0.9x EEVDF's), bogo ops per hog CPU-second $eff (EEVDF $eevdf_eff, >= 0.8x), forks $FORKS (EEVDF $eevdf_forks, >= 0.5x), bogo ops $BOGO (EEVDF $eevdf_bogo); windows: scx_esn loop ${s_loop[*]}, hogs ${s_hog[*]}, forks ${s_forks[*]}, bogo ops ${s_bogo[*]}; EEVDF loop ${e_loop[*]}, hogs ${e_hog[*]}, forks ${e_forks[*]}, bogo ops ${e_bogo[*]}; fair wake-up preemptions $fair_preempts (> 0); state $state; intervals with placed tasks $placed; errors $errors (exits between rounds: ${stop_rcs:-none})"
 
 fair_load /bin/true
 check "A the loop exec'ing /bin/true over 9p (reported)" info \
-	"one 10 s window each: scx_esn forks $FORKS, EEVDF $eevdf_9p_forks (ratio $(awk -v a="$FORKS" -v b="$eevdf_9p_forks" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'))"
+	"one 10 s window each: scx_esn forks $FORKS, EEVDF $eevdf_9p_forks (ratio $(awk -v a="$FORKS" -v b="$eevdf_9p_forks" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')); the loop's CPUs/the hogs' $LOOP_CPUS/$HOG_CPUS (EEVDF $eevdf_9p_cpus)"
 
 # W, from A's intervals: the model's estimate, labelled so.
 estimated=$(grep -c '^energy (estimated): node 0 [0-9.]* W; total' "$sched_out" || true)
