@@ -2262,14 +2262,22 @@ void BPF_STRUCT_OPS(esn_stopping, struct task_struct *p, bool runnable)
 }
 
 /*
- * A higher class (RT, deadline) took this CPU. Tasks already in its local
- * queue (direct dispatches at wake-up, preempt_for_io, pinned tasks) would
- * wait behind it however idle the other CPUs are: send them back through
- * enqueue, which queues them where any CPU of their node can take them, and
- * keep preempt_for_io and select_cpu's direct dispatch away until sched_ext
- * runs a task here again.
+ * Set once ops.init has run, cleared at ops.exit: the sched_switch hook is
+ * attached before the scheduler is and may outlive it by a moment, and
+ * re-enqueues only while sched_ext runs this scheduler.
  */
-void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+bool ops_live;
+
+/*
+ * A higher class (RT, deadline, stop) took @cpu from sched_ext. Tasks already
+ * in its local queue (direct dispatches at wake-up, preempt_for_io, pinned
+ * tasks) would wait behind it however idle the other CPUs are: send them back
+ * through enqueue, which queues them where any CPU of their node can take
+ * them, and keep preempt_for_io and select_cpu's direct dispatch away until
+ * sched_ext runs a task here again. An RT or deadline task (@by_rt) also
+ * stamps the CPU for cpu_rt_hogged().
+ */
+static __always_inline void higher_class_took_cpu(s32 cpu, bool by_rt)
 {
 	struct esn_cpu_state *cs = cpu_state_of(cpu);
 	u64 *rt_took_at = MEMBER_VPTR(cpu_rt_took_at, [cpu]);
@@ -2278,11 +2286,46 @@ void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 		cs->spared = 1;
 		cs->lent = 1;
 	}
-	if (rt_took_at && (args->reason == SCX_CPU_PREEMPT_RT ||
-			   args->reason == SCX_CPU_PREEMPT_DL))
+	if (rt_took_at && by_rt)
 		*rt_took_at = bpf_jiffies64() ?: 1;
 	scx_bpf_reenqueue_local();
 	stat_inc(ESN_STAT_CPU_RELEASED);
+}
+
+/*
+ * The kernel's own notice that a higher class took the CPU, on kernels whose
+ * local-queue re-enqueue works only from here (6.12-6.18). Where it works from
+ * anywhere (6.19 and later) this callback is deprecated: userspace leaves it
+ * out and loads esn_sched_switch instead.
+ */
+void BPF_STRUCT_OPS(esn_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	higher_class_took_cpu(cpu, args->reason == SCX_CPU_PREEMPT_RT ||
+					   args->reason == SCX_CPU_PREEMPT_DL);
+}
+
+/*
+ * ops.cpu_release's successor (6.19 and later; loaded only there): a switch
+ * from a task of sched_ext's or a lower class (or idle) to one of a higher
+ * class is the moment the kernel would have called it. The stop class
+ * (migration) is told from RT by the runqueue's stop task. Every context
+ * switch runs this, so it asks the two priorities first.
+ */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(esn_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	struct rq *rq;
+	s32 cpu;
+
+	if (!of_higher_class(next) || of_higher_class(prev) ||
+	    !READ_ONCE(ops_live))
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	higher_class_took_cpu(cpu, !rq || (u64)BPF_CORE_READ(rq, stop) !=
+						 (u64)next);
+	return 0;
 }
 
 /* A task joining the scheduler starts at its node's clock, and its first
@@ -2404,7 +2447,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(esn_init)
 	err = bpf_timer_set_callback(&st->timer, timer_fire);
 	if (err)
 		return err;
-	return bpf_timer_start(&st->timer, timer_interval_ns(), 0);
+	err = bpf_timer_start(&st->timer, timer_interval_ns(), 0);
+	if (!err)
+		WRITE_ONCE(ops_live, true);
+	return err;
 }
 
 /* A debug dump lists at most this many tasks of each queue. */
@@ -2465,6 +2511,7 @@ void BPF_STRUCT_OPS(esn_dump, struct scx_dump_ctx *dctx)
 /* Keep the exit reason for userspace to report. */
 void BPF_STRUCT_OPS(esn_exit, struct scx_exit_info *ei)
 {
+	WRITE_ONCE(ops_live, false);
 	UEI_RECORD(uei, ei);
 }
 

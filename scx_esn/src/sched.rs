@@ -106,6 +106,16 @@ fn keep_struct_ops_for_explicit_attach(map: &libbpf_rs::OpenMapMut) {
     }
 }
 
+/// Can the kernel re-enqueue a CPU's local queue from any BPF program
+/// (6.19 and later)? Then `ops.cpu_release` is deprecated (the kernel warns at
+/// every load) and the scheduler hooks `sched_switch` for the same work
+/// instead (bpf/esn.bpf.c, `esn_sched_switch`); older kernels keep the callback.
+fn reenqueue_from_anywhere() -> bool {
+    ["scx_bpf_dsq_reenq", "scx_bpf_reenqueue_local___v2"]
+        .iter()
+        .any(|ksym| scx_utils::compat::ksym_exists(ksym).unwrap_or(false))
+}
+
 /// The libbpf options given, checked: libbpf resolves the object's
 /// `__kconfig` externs from the running kernel's config, and scx_utils
 /// drops every option silently when a --kconfig file cannot be read, so say
@@ -187,6 +197,13 @@ impl<'a> Scheduler<'a> {
         let open_opts = libbpf_opts(opts)?.into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
         keep_struct_ops_for_explicit_attach(&skel.maps.esn_ops);
+        if reenqueue_from_anywhere() {
+            skel.struct_ops.esn_ops_mut().cpu_release = std::ptr::null_mut();
+            skel.progs.esn_sched_switch.set_autoload(true);
+            info!("a higher class taking a CPU: seen at sched_switch (ops.cpu_release is deprecated on this kernel)");
+        } else {
+            info!("a higher class taking a CPU: seen by ops.cpu_release");
+        }
         skel.struct_ops.esn_ops_mut().exit_dump_len = opts.exit_dump_len;
         // 0 asks for the kernel's default, which is also its maximum.
         let watchdog_timeout_ms = match skel.struct_ops.esn_ops_mut().timeout_ms {
