@@ -103,8 +103,9 @@ check "A topology: one node, no NVMe" "${verdict%% *}" "${verdict#* }"
 # read scx_esn 0.43-0.71x EEVDF's forks, while this one reads 1.1-1.5x (bogo
 # ops 0.81-0.94x) in the same boots (bench/results/2026-12-07-1n-fork-loop-tmpfs.md).
 # EEVDF's 9p figure is the unsteady one (53-105 a window, scx_esn's 43-49), so
-# the tmpfs loop is judged and the 9p one reported: its gap is open (scx_bpfland
-# reads 55-109 there), not hidden.
+# the tmpfs loop is judged and the 9p one reported: EEVDF leaves a CPU idle
+# 4-11 % of a window, where a 9p reply is taken at once, and forks more the
+# more it idles; scx_esn keeps both CPUs busy (bench/results/2026-12-07-1n-fork-split.md).
 exit_only=$ESN_WORK/exit-only
 printf '%s\n' 'void _start(void) { __asm__ volatile("mov $60, %%eax\n xor %%edi, %%edi\n syscall" ::: "memory"); }' >"$exit_only.c"
 cc -O2 -static -nostdlib -o "$exit_only" "$exit_only.c" 2>"$exit_only.err" ||
