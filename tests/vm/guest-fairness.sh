@@ -26,7 +26,9 @@
 #      run but CPU 3's ksoftirqd and kblockd worker waiting 418-956 ms:
 #      fio's requests submitted on CPU 3 in the RT task's throttling gaps,
 #      before placed tasks kept off a CPU RT hogs, cpu_rt_load); EEVDF's
-#      max here is 47-251 ms.
+#      max here is 47-251 ms. The take-overs are seen (cpu_released > 0),
+#      and where the kernel deprecates ops.cpu_release (6.19+) by the
+#      sched_switch hook that replaces it, with no deprecation warning.
 #   S. a placed task switched to SCHED_FIFO frees its slot at once: fio 2 jobs
 #      fill node 1's two slots, one of them is made SCHED_FIFO (it leaves
 #      sched_ext, still doing I/O), then a third fio job starts: >= 90 % of its
