@@ -111,14 +111,17 @@ printf '%s\n' 'void _start(void) { __asm__ volatile("mov $60, %%eax\n xor %%edi,
 cc -O2 -static -nostdlib -o "$exit_only" "$exit_only.c" 2>"$exit_only.err" ||
 	{ check "A a static program to fork-exec (cc)" 0 "$(head -c 300 "$exit_only.err")"; finish_all; }
 
-# shell_ticks: this shell's CPU time in clock ticks, its own (user +
-# system) and its reaped children's, as "OWN CHILDREN".
+# shell_ticks OWN KIDS: this shell's CPU time in clock ticks into the
+# variables named, its own (user + system) and its reaped children's.
+# Builtins only: no fork or exec lands in the time read, and none waits on
+# 9p beside the hogs.
 shell_ticks() {
-	local stat
+	local stat fields
 	read -r stat </proc/$$/stat
-	stat=${stat##*) }
 	# After "pid (comm) ": utime, stime, cutime, cstime are fields 12-15.
-	awk '{ print $12 + $13, $14 + $15 }' <<<"$stat"
+	read -r -a fields <<<"${stat##*) }"
+	printf -v "$1" %d $((fields[11] + fields[12]))
+	printf -v "$2" %d $((fields[13] + fields[14]))
 }
 clk_tck=$(getconf CLK_TCK)
 
@@ -133,7 +136,7 @@ clk_tck=$(getconf CLK_TCK)
 fair_load() {
 	local program=${1:-$exit_only} t0 t1 own0 kids0 own1 kids1 own2 kids2
 	local loop_end_us hog_ns=0 pid ns workers=()
-	read -r own0 kids0 < <(shell_ticks)
+	shell_ticks own0 kids0
 	t0=$EPOCHREALTIME
 	loop_end_us=$((${t0/./} + 9500000))
 	stress-ng --cpu 2 --timeout 10s --temp-path "$ESN_WORK" --metrics-brief >"$ESN_WORK/stress.log" 2>&1 &
@@ -141,15 +144,16 @@ fair_load() {
 	FORKS=0
 	while ((${EPOCHREALTIME/./} < loop_end_us)); do "$program" && FORKS=$((FORKS + 1)); done
 	t1=$EPOCHREALTIME
-	read -r own1 kids1 < <(shell_ticks)
-	# Builtins only: a pgrep started over 9p beside the hogs takes seconds.
+	shell_ticks own1 kids1
+	# Builtins only here too: a pgrep started over 9p beside the hogs took
+	# seconds, and the workers were gone.
 	{ read -r -a workers <"/proc/$stress_pid/task/$stress_pid/children"; } 2>/dev/null
 	for pid in "$stress_pid" "${workers[@]}"; do
 		{ read -r ns _ <"/proc/$pid/schedstat" && hog_ns=$((hog_ns + ns)); } 2>/dev/null
 	done
 	wait "$stress_pid"
 	STRESS_RC=$?
-	read -r own2 kids2 < <(shell_ticks)
+	shell_ticks own2 kids2
 	BOGO=$(awk '/metrc:/ && $4 == "cpu" { print $5; exit }' "$ESN_WORK/stress.log")
 	read -r LOOP_CPUS HOG_CPUS BOGO_PER_CPU_S < <(awk -v hz="$clk_tck" -v t0="$t0" -v t1="$t1" \
 		-v loop="$((own1 - own0 + kids1 - kids0))" -v hog_ns="$hog_ns" \
