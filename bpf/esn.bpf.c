@@ -767,9 +767,12 @@ static __always_inline bool last_check_stands(struct task_struct *p,
 					      struct esn_sched_task *st,
 					      u64 gen, u64 now_jiffies)
 {
-	return st->io_bound && st->checked_gen == gen &&
-	       !due_by(st->checked_until, now_jiffies) &&
-	       task_runs_anywhere(p);
+	if (due_by(st->checked_until, now_jiffies))
+		return false;
+	/* "Not I/O-bound" stands whatever was released: it holds no slot. */
+	if (!st->io_bound)
+		return st->checked_node == ESN_NO_NODE;
+	return st->checked_gen == gen && task_runs_anywhere(p);
 }
 
 /* task_target_node()'s answer @node for an I/O-bound task, as of @gen. */
@@ -835,8 +838,12 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 			stat_inc(ESN_STAT_RETURN_HOME);
 		release_placement(tid, node);
 	}
-	if (home == ESN_NO_NODE || !io)
+	if (home == ESN_NO_NODE || !io) {
+		/* Most wake-ups are of such tasks: the next tenth of a second
+		 * of them skips the task_io lookup (last_check_stands). */
+		remember_check(st, ESN_NO_NODE, gen, now_jiffies);
 		return ESN_NO_NODE;
+	}
 
 	node = choose_node(p, home, &fresh.rank);
 	if (node == ESN_NO_NODE) {
