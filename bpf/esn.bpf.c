@@ -762,6 +762,10 @@ static __always_inline bool due_by(u64 due, u64 now_jiffies)
  * sweep may have dropped this one, or freed a slot this task may take), or
  * the task may not run on every CPU: an affinity change must be seen at
  * once, or the task would wait in a queue no CPU it may use serves.
+ * Most wake-ups are of tasks that are not I/O-bound; their "no" stands for
+ * the tenth of a second too, whatever was released (they hold no slot and
+ * take the fair path, which serves any affinity): a task that turns
+ * I/O-bound is placed at most a tenth of a second later.
  */
 static __always_inline bool last_check_stands(struct task_struct *p,
 					      struct esn_sched_task *st,
@@ -775,7 +779,7 @@ static __always_inline bool last_check_stands(struct task_struct *p,
 	return st->checked_gen == gen && task_runs_anywhere(p);
 }
 
-/* task_target_node()'s answer @node for an I/O-bound task, as of @gen. */
+/* task_target_node()'s answer @node (ESN_NO_NODE: not placed), as of @gen. */
 static __always_inline void remember_check(struct esn_sched_task *st, u8 node,
 					   u64 gen, u64 now_jiffies)
 {
@@ -839,8 +843,7 @@ static u8 task_target_node(struct task_struct *p, struct esn_sched_task *st)
 		release_placement(tid, node);
 	}
 	if (home == ESN_NO_NODE || !io) {
-		/* Most wake-ups are of such tasks: the next tenth of a second
-		 * of them skips the task_io lookup (last_check_stands). */
+		/* The next tenth of a second of wake-ups skips the lookups. */
 		remember_check(st, ESN_NO_NODE, gen, now_jiffies);
 		return ESN_NO_NODE;
 	}
