@@ -323,6 +323,9 @@ struct esn_sched_task {
 	bool io_bound;	 /* I/O-bound then, placed or not (it found no slot) */
 	bool woke_node_set; /* select_cpu's woke_node awaits its enqueue */
 	bool woke_idle;	 /* its wake-up went straight to an idle CPU */
+	/* select_cpu's fair path claimed no idle CPU for it (its enqueue
+	 * does not look again) */
+	bool woke_none_idle;
 	u8 woke_node;	 /* task_io_node() at select_cpu (ESN_NO_NODE: fair) */
 	u8 vtime_node;	 /* node whose clock p->scx.dsq_vtime is measured on */
 	u8 wait_node;	 /* node whose queues it waits in: charged its wait */
@@ -1943,6 +1946,7 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (st) {
 		st->woke_node = node;
 		st->woke_node_set = true;
+		st->woke_none_idle = false;
 		if (!kernel_stamps_waits())
 			st->runnable_at = sched_now();
 	}
@@ -1971,7 +1975,10 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (cpu < 0)
 		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags,
 					     &is_idle);
-	if (is_idle && direct_dispatch_safe(cpu)) {
+	if (!is_idle) {
+		if (st)
+			st->woke_none_idle = true;
+	} else if (direct_dispatch_safe(cpu)) {
 		run_on_idle_cpu(p, st, cpu);
 		stat_inc(ESN_STAT_FAIR_DIRECT);
 	}
@@ -1982,14 +1989,18 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
  * Queue a task that did not get an idle CPU at wake-up (or was preempted,
  * or used up its slice, or was sent back by cpu_release): placed tasks into
  * their node's I/O queue, the rest into the fair queue of the node they are
- * on. Then wake an idle CPU that may take it; where none is idle, a fair
- * task that woke preempts a CPU whose task used more CPU than it
- * (preempt_for_fair_wakeup), as a placed one does (preempt_for_io).
+ * on. Then wake an idle CPU that may take it, unless select_cpu just
+ * looked; where none is idle, a fair task that woke preempts a CPU whose
+ * task used more CPU than it (preempt_for_fair_wakeup), as a placed one
+ * does (preempt_for_io).
  */
 void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct esn_sched_task *st = sched_task(p);
 	bool joined = st && st->joined;
+	/* A wake-up select_cpu saw (see enqueue_io_node), read before that
+	 * consumes it. */
+	bool selected = st && st->woke_node_set && (enq_flags & SCX_ENQ_WAKEUP);
 	u64 now, vtime;
 	u8 node;
 	s32 cpu;
@@ -2045,6 +2056,18 @@ fair:
 	node = node_of_cpu(task_cpu_of(p));
 	vtime = queue_on_node(p, st, QUEUE_FAIR, node, enq_flags);
 	stat_inc(ESN_STAT_FAIR_QUEUED);
+	/*
+	 * select_cpu looked for an idle CPU microseconds ago, under this
+	 * wake-up: it claimed one the kernel now wakes for @p (or kicked, see
+	 * direct_dispatch_safe), or found none. A second look was a kfunc call
+	 * at every such wake-up that rarely found one, and where it did, woke
+	 * a CPU beside the one chosen.
+	 */
+	if (st && selected) {
+		if (st->woke_none_idle && fair_preempt && !st->io_bound)
+			preempt_for_fair_wakeup(p, node, vtime);
+		return;
+	}
 	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
