@@ -142,6 +142,16 @@ const volatile u64 ioprio_idle_penalty = 4;
  */
 const volatile bool smt_active = true;
 
+/*
+ * Is a higher class taking a CPU seen at every context switch
+ * (esn_sched_switch, loaded where the kernel re-enqueues a local queue from
+ * any program)? Then every switch to an RT or deadline task stamps the CPU
+ * (cpu_rt_took_at), a switch back from the idle task included, which
+ * ops.cpu_release never saw, and direct_dispatch_safe() needs no look at the
+ * CPU's current task.
+ */
+const volatile bool rt_seen_at_switch = false;
+
 /* Topology beyond topo.bpf.h: which nodes have CPUs and, for each node, the
  * other nodes with CPUs, nearest first, ESN_NO_NODE terminated. */
 const volatile u8 node_has_cpus[ESN_MAX_NODES];
@@ -1346,7 +1356,10 @@ static bool cpu_rt_lately(s32 cpu)
  * beside an RT spinner (fio's max latency 968 ms in one VM fairness R run of
  * eleven before cpu_state.lent). So not while @cpu is lent (cpu_release has
  * already emptied the queue once, and will not again), not while a higher class
- * holds it now, and not within RT_RECENT_SECS of an RT or deadline task taking or
+ * holds it now (asked of the CPU's current task only where cpu_release is all
+ * that is seen: with rt_seen_at_switch the switch that gave it the CPU stamped
+ * it, and the timer stamps it again while it holds it), and not within
+ * RT_RECENT_SECS of an RT or deadline task taking or
  * holding it (cpu_rt_took_at): at the end of its throttling window such a task
  * takes the CPU back from the idle task, which calls no cpu_release. Such a
  * wake-up is queued by enqueue instead, where a CPU that takes it does so under
@@ -1357,7 +1370,7 @@ static __always_inline bool direct_dispatch_safe(s32 cpu)
 	struct esn_cpu_state *cs = cpu_state_of(cpu);
 
 	if (cs && !cs->lent && !cpu_rt_lately(cpu) &&
-	    !cpu_held_by_higher_class(cpu))
+	    (rt_seen_at_switch || !cpu_held_by_higher_class(cpu)))
 		return true;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_inc(ESN_STAT_LENT_SKIPPED);

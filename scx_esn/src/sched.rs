@@ -197,7 +197,8 @@ impl<'a> Scheduler<'a> {
         let open_opts = libbpf_opts(opts)?.into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, esn_ops, open_opts)?;
         keep_struct_ops_for_explicit_attach(&skel.maps.esn_ops);
-        if reenqueue_from_anywhere() {
+        let rt_seen_at_switch = reenqueue_from_anywhere();
+        if rt_seen_at_switch {
             skel.struct_ops.esn_ops_mut().cpu_release = std::ptr::null_mut();
             skel.progs.esn_sched_switch.set_autoload(true);
             info!("a higher class taking a CPU: seen at sched_switch (ops.cpu_release is deprecated on this kernel)");
@@ -227,6 +228,7 @@ impl<'a> Scheduler<'a> {
         rodata.fair_preempt = !opts.no_fair_preempt;
         rodata.fair_preempt_after_ns = opts.fair_preempt_after_us * 1000;
         rodata.keep_idle_nodes = !opts.no_keep_idle_nodes;
+        rodata.rt_seen_at_switch = rt_seen_at_switch;
         rodata.smt_active = esn_topology::smt_active(&opts.sysfs);
         rodata.nr_nodes = plan.nr_nodes;
         rodata.start_at_insert = hooks.starts_at_insert();
