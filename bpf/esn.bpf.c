@@ -910,6 +910,13 @@ static u8 task_io_node(struct task_struct *p, struct esn_sched_task *st)
 	return node;
 }
 
+/* Is this enqueue the wake-up whose select_cpu answer awaits it? */
+static __always_inline bool woke_through_select_cpu(struct esn_sched_task *st,
+						    u64 enq_flags)
+{
+	return st && st->woke_node_set && (enq_flags & SCX_ENQ_WAKEUP);
+}
+
 /*
  * task_io_node() for enqueue: a wake-up that found no idle CPU in select_cpu
  * reaches enqueue microseconds later, under the same wake-up, so select_cpu's
@@ -920,7 +927,7 @@ static u8 task_io_node(struct task_struct *p, struct esn_sched_task *st)
 static u8 enqueue_io_node(struct task_struct *p, struct esn_sched_task *st,
 			  u64 enq_flags)
 {
-	if (st && st->woke_node_set && (enq_flags & SCX_ENQ_WAKEUP)) {
+	if (woke_through_select_cpu(st, enq_flags)) {
 		st->woke_node_set = false;
 		return st->woke_node;
 	}
@@ -1959,7 +1966,6 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (st) {
 		st->woke_node = node;
 		st->woke_node_set = true;
-		st->woke_none_idle = false;
 		if (!kernel_stamps_waits())
 			st->runnable_at = sched_now();
 	}
@@ -1988,10 +1994,11 @@ s32 BPF_STRUCT_OPS(esn_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (cpu < 0)
 		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags,
 					     &is_idle);
-	if (!is_idle) {
-		if (st)
-			st->woke_none_idle = true;
-	} else if (direct_dispatch_safe(cpu)) {
+	/* Read by enqueue only after this path (enqueue_io_node reuses its
+	 * ESN_NO_NODE). */
+	if (st)
+		st->woke_none_idle = !is_idle;
+	if (is_idle && direct_dispatch_safe(cpu)) {
 		run_on_idle_cpu(p, st, cpu);
 		stat_inc(ESN_STAT_FAIR_DIRECT);
 	}
@@ -2011,9 +2018,8 @@ void BPF_STRUCT_OPS(esn_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct esn_sched_task *st = sched_task(p);
 	bool joined = st && st->joined;
-	/* A wake-up select_cpu saw (see enqueue_io_node), read before that
-	 * consumes it. */
-	bool selected = st && st->woke_node_set && (enq_flags & SCX_ENQ_WAKEUP);
+	/* Read before enqueue_io_node() consumes select_cpu's answer. */
+	bool selected = woke_through_select_cpu(st, enq_flags);
 	u64 now, vtime;
 	u8 node;
 	s32 cpu;
