@@ -335,7 +335,7 @@ pub struct SchedOpts {
 
     /// What the learned threshold optimises. latency: the lesser-evil
     /// balance of the CPU wait on the device's node against the remote/local
-    /// device latency ratio, at most one I/O-bound task per CPU. throughput:
+    /// device latency ratio, at most two I/O-bound tasks per CPU. throughput:
     /// the IOPS of the node's devices, found by running one interval at a
     /// neighbouring threshold (one more, one fewer, or every task local) and
     /// keeping what completed more; up to 4 tasks per CPU. Experimental: see

@@ -55,7 +55,7 @@ pub struct ControllerConfig {
 #[serde(rename_all = "lowercase")]
 pub enum Objective {
     /// The lesser-evil balance of P_cont(n) against P_numa, fitted (the model at the
-    /// top of the crate); at most one task per CPU.
+    /// top of the crate); at most [`crate::LATENCY_TASKS_PER_CPU`] tasks per CPU.
     #[default]
     Latency,
     /// The node's device throughput, climbed by probing neighbouring thresholds

@@ -27,6 +27,24 @@ use crate::sample::{NodeSample, CONTENTION_MAX};
 use crate::stability::{Governor, Limits};
 use crate::target::fitted_target;
 
+/// I/O-bound tasks a node may keep per CPU under the latency objective. The
+/// balance of P_cont against P_numa decides how many; this only bounds it. One
+/// per CPU was the bound until 2026-12-08, and it was the binding limit where
+/// the tasks mostly wait for their device: 2-node VM, NVMe on node 1's 2 CPUs,
+/// 4 fio jobs, lab at 2.0, P_cont(2) read 1.01-1.04 against P_numa + spill
+/// 1.5, and `--threshold 4` read 1.05-1.17x the IOPS of the learned 2.
+pub const LATENCY_TASKS_PER_CPU: u32 = 2;
+
+/// How far below what a spill costs (P_numa + spill contention, as a
+/// fraction of it) the contention at a threshold must be for the next task
+/// up to be tried without waiting out `explore_every`, and for an
+/// exploration measured that low to be kept at once.
+const HEADROOM: f64 = 0.15;
+
+/// Quiet intervals before an exploration where there is headroom: one, so the
+/// threshold just taken is measured once more before the next is tried.
+const HEADROOM_EXPLORE_AFTER: u32 = 1;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeController {
     node: u32,
@@ -166,6 +184,14 @@ impl NodeController {
                 target = self.threshold;
             }
             let mut next = self.governor.follow(self.threshold, target, self.limits());
+            // An exploration that measured one more task well within what a spill
+            // costs is kept at once: it was measured, not fitted, and waiting
+            // `confirm_intervals` at the old threshold only repeats what is known
+            // about it. A wrong keep is undone by the rule at the next intervals.
+            if self.explored_clear(s, p_cont, p_spill) {
+                next = (self.threshold + 1).min(self.max);
+                self.governor = Governor::default();
+            }
             // Nor is a task shed on a spill cost still being learned: its first
             // intervals read low (see SpillContention), and a shed on them is
             // one the settled figure may not justify. The governor keeps
@@ -180,7 +206,7 @@ impl NodeController {
                 self.since_explore = 0;
             } else {
                 self.since_explore = self.since_explore.saturating_add(1);
-                if self.explore_due(s.placed) {
+                if self.explore_due(s, p_spill) {
                     self.exploring = true;
                     self.since_explore = 0;
                 }
@@ -251,12 +277,39 @@ impl NodeController {
     }
 
     /// Exploration needs room above, demand (the node filled its threshold), and
-    /// enough quiet intervals since the last move or exploration.
-    fn explore_due(&self, placed: u32) -> bool {
+    /// enough quiet intervals since the last move or exploration:
+    /// `explore_every`, or only [`HEADROOM_EXPLORE_AFTER`] while the threshold's
+    /// contention sits well below what a spill costs, one task more has not
+    /// been measured, and requests still reach the node's devices from other
+    /// nodes (a task a further slot would bring home). A node whose tasks
+    /// mostly wait for their device climbs to its balance point in seconds,
+    /// not in `explore_every` per task.
+    fn explore_due(&self, s: &NodeSample, p_spill: f64) -> bool {
+        let remote_demand = s.remote_lat.count >= self.cfg.min_samples;
+        let quiet = if remote_demand && self.has_headroom(p_spill) {
+            HEADROOM_EXPLORE_AFTER.min(self.cfg.explore_every)
+        } else {
+            self.cfg.explore_every
+        };
         self.cfg.explore_every > 0
-            && self.since_explore >= self.cfg.explore_every
+            && self.since_explore >= quiet
             && self.threshold < self.max
-            && placed >= self.threshold
+            && s.placed >= self.threshold
+    }
+
+    fn has_headroom(&self, p_spill: f64) -> bool {
+        let clear = p_spill * (1.0 - HEADROOM);
+        self.evidence.at(self.threshold).is_some_and(|p| p <= clear)
+            && self.evidence.at(self.threshold + 1).is_none()
+    }
+
+    /// The interval just measured was an exploration, filled (threshold + 1
+    /// placed), and its contention was well within what a spill costs.
+    fn explored_clear(&self, s: &NodeSample, p_cont: Option<f64>, p_spill: f64) -> bool {
+        self.exploring
+            && s.placed == self.threshold + 1
+            && self.threshold < self.max
+            && p_cont.is_some_and(|y| y <= p_spill * (1.0 - HEADROOM))
     }
 
     fn limits(&self) -> Limits {
@@ -319,10 +372,11 @@ impl NodeController {
 }
 
 /// (min, max) of the threshold: max at least 1, min within [1, max]. Under the
-/// throughput objective a node may keep `TASKS_PER_CPU` tasks per CPU.
+/// latency objective a node may keep [`LATENCY_TASKS_PER_CPU`] tasks per CPU,
+/// under the throughput objective `TASKS_PER_CPU`.
 fn bounds(cfg: &ControllerConfig, max_threshold: u32) -> (u32, u32) {
     let per_cpu = match cfg.objective {
-        Objective::Latency => 1,
+        Objective::Latency => LATENCY_TASKS_PER_CPU,
         Objective::Throughput => TASKS_PER_CPU,
     };
     let max = max_threshold.max(1).saturating_mul(per_cpu);

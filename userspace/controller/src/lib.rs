@@ -53,7 +53,7 @@
 //!      │                  ·  · ╱ ·       │
 //!    1 ┼ ·  ·  ·  · ── ·                 │
 //!      └─┬───────────────────────────────┴──────────────┬──▶ n (tasks placed)
-//!        1                               n*             max (the node's CPUs)
+//!        1                               n*             max (2 x the node's CPUs)
 //!        ◀─ keep on the device's node ───┤├ spill to the nearest node ─▶
 //! ```
 //!
@@ -99,7 +99,15 @@
 //!   Every `explore_every` intervals without a move, if the node filled its
 //!   threshold, one interval runs at threshold + 1 (`exploring: true`), and what it
 //!   measures feeds the fit like any other interval. It is on a counter, not random,
-//!   so runs are reproducible.
+//!   so runs are reproducible. Where the threshold's contention sits more than
+//!   `HEADROOM` (15 %) below what a spill costs, one task more was never
+//!   measured, and requests still reach the node's devices from other nodes,
+//!   the next exploration comes after 1 quiet interval instead, and an
+//!   exploration that measures that low is kept at once: a node whose tasks mostly
+//!   wait for their device reaches its balance point in seconds.
+//! * **Bound.** At most [`LATENCY_TASKS_PER_CPU`] (2) tasks per CPU of the node:
+//!   tasks that mostly wait for their device share a CPU at little contention, and
+//!   the balance, not the CPU count, says how many.
 //! * **Idle.** An interval without enough data (an idle node, a counter reset,
 //!   nonsense means) neither moves the threshold nor advances any counter; the last
 //!   answer stands, an exploration still waiting for its measurement included.
@@ -137,7 +145,7 @@ mod target;
 
 pub use climb::TASKS_PER_CPU;
 pub use config::{ControllerConfig, Objective, NUMA_PENALTY_MAX, NUMA_PENALTY_MIN};
-pub use controller::NodeController;
+pub use controller::{NodeController, LATENCY_TASKS_PER_CPU};
 pub use decision::{decisions_text, Decision};
 pub use penalty::PenaltySource;
 pub use persist::{load, save, LearnedState, LoadOutcome, NodeState};

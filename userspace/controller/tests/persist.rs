@@ -10,6 +10,7 @@ use common::*;
 use esn_controller::persist::{lock, STATE_VERSION};
 use esn_controller::{
     load, save, ControllerConfig, Decision, LearnedState, LoadOutcome, NodeController,
+    LATENCY_TASKS_PER_CPU,
 };
 
 const TOPO: &str = "2 nodes: 0=cpu0-15,nvme0 1=cpu16-31";
@@ -133,8 +134,14 @@ fn a_pending_exploration_survives_the_round_trip() {
 fn restoring_under_a_smaller_bound_clamps_the_threshold() {
     let (nodes, _) = learning();
     let state = nodes[0].export();
-    let ctrl = NodeController::restore(&state, &ControllerConfig::default(), 2);
-    assert!(ctrl.threshold() <= 2);
+    assert!(
+        state.threshold > LATENCY_TASKS_PER_CPU,
+        "{}",
+        state.threshold
+    );
+    // One CPU: at most LATENCY_TASKS_PER_CPU tasks.
+    let ctrl = NodeController::restore(&state, &ControllerConfig::default(), 1);
+    assert_eq!(ctrl.threshold(), LATENCY_TASKS_PER_CPU);
 }
 
 #[test]
@@ -327,12 +334,13 @@ fn unusable_files_are_ignored_with_a_reason() {
 
     // A number too large for f64 would be infinite; JSON has no NaN, and this is
     // the nearest a file gets to one.
-    assert!(json.contains("\"scale\": 4.0"));
-    let huge = json.replacen("\"scale\": 4.0", "\"scale\": 1e999", 1);
+    let scale = format!("\"scale\": {:?}", good.nodes[0].fit.scale);
+    assert!(json.contains(&scale), "{scale} not in {json}");
+    let huge = json.replacen(&scale, "\"scale\": 1e999", 1);
     let reason = ignored(&dir, huge.as_bytes());
     println!("1e999: {reason}");
     assert!(reason.contains("out of range"), "{reason}");
-    let huge = json.replacen("\"scale\": 4.0", "\"scale\": -1e999", 1);
+    let huge = json.replacen(&scale, "\"scale\": -1e999", 1);
     assert!(ignored(&dir, huge.as_bytes()).contains("out of range"));
 
     // Right shape, wrong types.

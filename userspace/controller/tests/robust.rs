@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use esn_controller::{ControllerConfig, LatencyStat, NodeController, NodeSample};
+use esn_controller::{
+    ControllerConfig, LatencyStat, NodeController, NodeSample, LATENCY_TASKS_PER_CPU,
+};
 
 /// A controller settled on 8 (P_numa 3), and the simulation it settled in. Its last
 /// decision was not an exploration.
@@ -78,7 +80,7 @@ fn garbage() -> Vec<NodeSample> {
     });
     // Contention data but no task placed, or more than the node can hold, and no
     // remote requests.
-    for placed in [0, DEMAND + 1, u32::MAX] {
+    for placed in [0, DEMAND * LATENCY_TASKS_PER_CPU + 1, u32::MAX] {
         out.push(NodeSample {
             placed,
             remote_lat: stat(0, 0.0),
@@ -306,7 +308,8 @@ fn a_contention_free_outlier_moves_the_threshold_by_at_most_one_step() {
 
 #[test]
 fn thresholds_stay_within_bounds() {
-    for max in [1, 2, 5, 16] {
+    for cpus in [1, 2, 5, 16] {
+        let max = cpus * LATENCY_TASKS_PER_CPU;
         for p_numa in [1.0, 1.3, 3.0, 10.0] {
             for curve in [SHAPE, [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]] {
                 for start in [0, 1, max, max + 5] {
@@ -316,7 +319,7 @@ fn thresholds_stay_within_bounds() {
                     };
                     let mut sim = SimNode::new(p_numa, 0.05);
                     sim.curve = curve;
-                    let mut ctrl = NodeController::new(0, start, max, &cfg);
+                    let mut ctrl = NodeController::new(0, start, cpus, &cfg);
                     assert!((1..=max).contains(&ctrl.threshold()));
                     for d in run(&mut ctrl, &mut sim, 300) {
                         assert!(
@@ -335,13 +338,13 @@ fn thresholds_stay_within_bounds() {
 }
 
 #[test]
-fn a_single_cpu_node_stays_at_one() {
-    for max in [0, 1] {
+fn a_single_cpu_node_stays_within_its_bound() {
+    for cpus in [0, 1] {
         let mut sim = SimNode::new(10.0, 0.0);
         sim.curve = [0.0, 0.0, 1.0];
-        let mut ctrl = NodeController::new(0, 7, max, &ControllerConfig::default());
+        let mut ctrl = NodeController::new(0, 7, cpus, &ControllerConfig::default());
         for d in run(&mut ctrl, &mut sim, 300) {
-            assert_eq!(d.threshold, 1);
+            assert_eq!(d.threshold, LATENCY_TASKS_PER_CPU);
             assert!(!d.exploring);
         }
     }
@@ -360,9 +363,9 @@ fn min_threshold_is_a_floor() {
     assert!(decisions.iter().all(|d| d.threshold >= 4));
     assert_eq!(ctrl.threshold(), 4);
 
-    // Above the node's bound it gives way to the bound.
-    let ctrl = NodeController::new(0, 1, 2, &cfg);
-    assert_eq!(ctrl.threshold(), 2);
+    // Above the node's bound (one CPU) it gives way to the bound.
+    let ctrl = NodeController::new(0, 1, 1, &cfg);
+    assert_eq!(ctrl.threshold(), LATENCY_TASKS_PER_CPU);
 }
 
 #[test]

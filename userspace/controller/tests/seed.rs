@@ -35,7 +35,8 @@ fn a_seeded_controller_starts_with_the_profiled_curve_and_penalty() {
 #[test]
 fn seeding_skips_points_that_cannot_be_real_and_clamps_the_threshold() {
     let cfg = ControllerConfig::default();
-    let mut ctrl = NodeController::new(0, 1, 4, &cfg);
+    // Two CPUs: a bound of 4 tasks.
+    let mut ctrl = NodeController::new(0, 1, 2, &cfg);
     ctrl.seed(
         &[
             (0, 1.0),

@@ -81,7 +81,11 @@ impl SimNode {
         NodeSample {
             placed: n,
             local_lat: LatencyStat::new(COUNT, LOCAL_NS),
-            remote_lat: LatencyStat::new(COUNT, self.p_numa * LOCAL_NS),
+            // Requests from other nodes only while some task is left there.
+            remote_lat: LatencyStat::new(
+                if n < self.demand { COUNT } else { 0 },
+                self.p_numa * LOCAL_NS,
+            ),
             run_delay: LatencyStat::new(if n == 0 { 0 } else { COUNT }, (p - 1.0) * LOCAL_NS),
             spill_delay: LatencyStat::default(),
             elapsed_s: 1.0,
