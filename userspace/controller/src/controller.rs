@@ -189,7 +189,7 @@ impl NodeController {
             // `confirm_intervals` at the old threshold only repeats what is known
             // about it. A wrong keep is undone by the rule at the next intervals.
             if self.explored_clear(s, p_cont, p_spill) {
-                next = (self.threshold + 1).min(self.max);
+                next = self.threshold + 1;
                 self.governor = Governor::default();
             }
             // Nor is a task shed on a spill cost still being learned: its first
@@ -298,8 +298,9 @@ impl NodeController {
     }
 
     fn has_headroom(&self, p_spill: f64) -> bool {
-        let clear = p_spill * (1.0 - HEADROOM);
-        self.evidence.at(self.threshold).is_some_and(|p| p <= clear)
+        self.evidence
+            .at(self.threshold)
+            .is_some_and(|p| well_within(p, p_spill))
             && self.evidence.at(self.threshold + 1).is_none()
     }
 
@@ -309,7 +310,7 @@ impl NodeController {
         self.exploring
             && s.placed == self.threshold + 1
             && self.threshold < self.max
-            && p_cont.is_some_and(|y| y <= p_spill * (1.0 - HEADROOM))
+            && p_cont.is_some_and(|y| well_within(y, p_spill))
     }
 
     fn limits(&self) -> Limits {
@@ -369,6 +370,11 @@ impl NodeController {
             climber: climber_for(cfg, min, max),
         }
     }
+}
+
+/// A contention more than [`HEADROOM`] below what a spill costs.
+fn well_within(p_cont: f64, p_spill: f64) -> bool {
+    p_cont <= p_spill * (1.0 - HEADROOM)
 }
 
 /// (min, max) of the threshold: max at least 1, min within [1, max]. Under the

@@ -261,24 +261,25 @@ fn heavy_noise_costs_at_most_rare_excursions_of_one() {
 /// Tasks that mostly wait for their device, and a remote penalty far above their
 /// contention: from one task, each next one is explored after one quiet
 /// interval and kept at once, instead of one per `explore_every` plus
-/// `confirm_intervals`.
+/// `confirm_intervals`. The bound (8) is above the demand (4), and P_cont(4)
+/// 2.44 still sits more than 15 % under P_numa 3.0 (P_cont(5) would be 3.25):
+/// once every task is home no request comes from elsewhere, and only that
+/// keeps the explorations of 5 at the slow rhythm.
 #[test]
 fn headroom_climbs_in_a_few_intervals_per_task() {
     let cfg = ControllerConfig::default();
     let mut sim = SimNode::new(3.0, 0.0);
     sim.demand = 4;
-    sim.curve = [0.02, 0.0, 1.0];
-    let mut ctrl = NodeController::new(0, 1, 2, &cfg);
+    sim.curve = [0.09, 0.0, 1.0];
+    let mut ctrl = NodeController::new(0, 1, 4, &cfg);
     let decisions = run(&mut ctrl, &mut sim, 60);
     let trace: Vec<u32> = decisions.iter().map(learned).collect();
     let at = settled_at(&decisions, 4).unwrap_or_else(|| panic!("not at 4: {trace:?}"));
     // Three steps of 1 quiet interval, 1 exploring (measured and kept), after the first.
     assert!(at <= 8, "at 4 from interval {at}: {trace:?}");
-    // Once every task is home, no request comes from elsewhere: back to the
-    // slow rhythm.
     let explored = decisions[at..].iter().filter(|d| d.exploring).count();
     assert!(
-        explored <= 60usize.div_ceil(cfg.explore_every as usize),
+        (1..=60usize.div_ceil(cfg.explore_every as usize)).contains(&explored),
         "{explored} explorations at 4: {trace:?}"
     );
 }
